@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * skiff virtio-vsock device model: the contract between the device and its
+ * transports (virtio-mmio in vmm/, vhost-user in vhost_user/).
+ *
+ * The device knows nothing of KVM. A transport gives it:
+ *   - guest memory, as regions (GPA, size, HVA);
+ *   - the negotiated feature bits;
+ *   - per queue: size, ring addresses (GPA), a kick eventfd, and either a call
+ *     eventfd or a notify callback for interrupts;
+ * and the device owns the split virtqueues, the vsock protocol, the connection
+ * table, credit flow control, the host side (Firecracker-style hybrid Unix
+ * sockets) and its threads.
+ *
+ * Life cycle, per virtio 1.2 section 3.1 as seen from the device:
+ *
+ *   vsock_dev_create()                      once
+ *   vsock_dev_set_mem()                     any time; the device pauses itself
+ *   vsock_dev_set_features()                before start, after a reset
+ *   vsock_dev_set_vring() per queue         before start
+ *   vsock_dev_start()                       driver is ready (DRIVER_OK / vrings enabled)
+ *   ... traffic ...
+ *   vsock_dev_stop()                        pause, keep connections (vhost-user GET_VRING_BASE)
+ *   vsock_dev_reset()                       driver wrote status 0 / frontend gone:
+ *                                           all connections closed, state cleared
+ *   vsock_dev_destroy()                     once
+ *
+ * Unless said otherwise, calls are made from one control thread (the
+ * transport's); the device's own threads never call back into the transport
+ * except through notify().
+ *
+ * Errors: every call returns 0 or a negative errno. Guest mistakes never make a
+ * call fail: they are counted (see struct vsock_dev_counters), the offending
+ * chain is returned to the guest and, where a connection is involved, that
+ * connection is reset.
+ */
+#ifndef SKIFF_VSOCK_DEV_H
+#define SKIFF_VSOCK_DEV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "skiff/vsock_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct vsock_dev;
+
+/* One guest memory region: [gpa, gpa + size) is mapped at hva in this process. */
+struct vsock_mem_region {
+	uint64_t gpa;
+	uint64_t size;
+	void *hva;
+};
+
+/* The most regions a memory table may hold (vhost-user's usual limit). */
+#define VSOCK_MAX_MEM_REGIONS 8
+
+/*
+ * Interrupt output. Called by a device thread after it published used
+ * entries on @queue and event-index suppression (if negotiated) said the
+ * driver wants an interrupt. Must be thread safe and must not block. When
+ * NULL, the device writes 1 to the queue's call_fd instead.
+ */
+typedef void (*vsock_notify_fn)(void *opaque, unsigned int queue);
+
+struct vsock_dev_config {
+	/* Guest CID, >= 3 and < 2^32 - 1 (VMADDR_CID_ANY). */
+	uint64_t guest_cid;
+	/*
+	 * Host-side Unix socket path (Firecracker hybrid model): the device
+	 * listens here for "CONNECT <port>\n"; guest-initiated connections to
+	 * port P go to "<uds_path>_<P>". At most 107 bytes with the suffix room
+	 * the device needs; a stale socket file is replaced.
+	 */
+	const char *uds_path;
+	/* RX pump threads; 0 picks a default from the online core count. */
+	unsigned int rx_threads;
+	/* Offer VIRTIO_VSOCK_F_MRG_RXBUF (bit 4). */
+	bool mrg_rxbuf;
+	/* Connection cap; 0 picks the default (1024). Beyond it: RST. */
+	unsigned int max_conns;
+	/*
+	 * Receive buffer the device advertises to the guest per connection
+	 * (buf_alloc), in bytes; 0 picks the default (256 KiB). It also bounds
+	 * what the device buffers per connection for a slow host peer.
+	 */
+	uint32_t conn_buf_size;
+	/*
+	 * Cap on the payload of one RX (host to guest) RW packet, in bytes;
+	 * 0 means no cap beyond 64 KiB and the guest's buffers. For benchmarks
+	 * that must show the guest packets of a given size.
+	 */
+	uint32_t rx_pkt_max;
+	/* Interrupt output; see vsock_notify_fn. */
+	vsock_notify_fn notify;
+	void *notify_opaque;
+};
+
+/* One virtqueue as the driver set it up (virtio 1.2 section 2.7). */
+struct vsock_vring_config {
+	uint16_t num; /* queue size: a power of two, 1..32768 */
+	uint64_t desc_gpa; /* descriptor table, 16-byte aligned */
+	uint64_t avail_gpa; /* available ring, 2-byte aligned */
+	uint64_t used_gpa; /* used ring, 4-byte aligned */
+	/*
+	 * Where the device resumes: next avail index to consume, and the used
+	 * index it will write next. 0 and 0 for a fresh queue; vhost-user's
+	 * SET_VRING_BASE gives the first, and the second is then read from the
+	 * used ring.
+	 */
+	uint16_t last_avail_idx;
+	int kick_fd; /* eventfd the driver signals; -1: device polls (tests) */
+	int call_fd; /* eventfd the device signals; -1: use notify() */
+};
+
+/* Counters, monotonic since create. Read with vsock_dev_get_counters(). */
+struct vsock_dev_counters {
+	uint64_t tx_pkts; /* packets taken from the TX queue (guest to host) */
+	uint64_t tx_bytes; /* payload bytes delivered to host sockets */
+	uint64_t rx_pkts; /* packets put on the RX queue (host to guest) */
+	uint64_t rx_bytes; /* payload bytes put on the RX queue */
+	uint64_t kicks; /* queue notifications consumed (all queues) */
+	uint64_t irqs_sent; /* interrupts raised */
+	uint64_t irqs_suppressed; /* interrupts skipped by EVENT_IDX or NO_INTERRUPT */
+	uint64_t conn_resets; /* RSTs sent to the guest */
+	uint64_t dropped_pkts; /* valid packets dropped (no connection, over cap) */
+	uint64_t malformed_pkts; /* chains or headers that failed validation */
+	uint64_t conns_opened;
+	uint64_t conns_closed;
+	uint64_t dev_resets; /* vsock_dev_reset() calls */
+};
+
+/*
+ * vsock_dev_create() - make a device, stopped, with no memory or queues.
+ * @cfg: copied; strings are duplicated. @out: the new device.
+ *
+ * Binds and listens on cfg->uds_path right away (replacing a stale socket
+ * file), so host clients can connect before the guest is up; their CONNECTs
+ * wait until the device is started.
+ *
+ * Return: 0; -EINVAL for a CID < 3 or >= 0xffffffff or a NULL/empty uds_path;
+ * -ENAMETOOLONG when uds_path plus "_<port>" does not fit sockaddr_un;
+ * -EADDRINUSE when a live listener owns uds_path; -ENOMEM; other -errno from
+ * socket(2), bind(2), listen(2), epoll_create1(2), pthread_create(3).
+ */
+int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out);
+
+/*
+ * vsock_dev_destroy() - stop threads, close every host fd, unlink uds_path,
+ * free everything. NULL is a no-op.
+ */
+void vsock_dev_destroy(struct vsock_dev *dev);
+
+/*
+ * vsock_dev_features() - device feature bits to offer (virtio 1.2 5.10.3):
+ * VERSION_1, EVENT_IDX, INDIRECT_DESC, STREAM, SEQPACKET, and MRG_RXBUF when
+ * configured.
+ */
+uint64_t vsock_dev_features(const struct vsock_dev *dev);
+
+/*
+ * vsock_dev_read_config() - read @len bytes at @offset of the device config
+ * space (struct virtio_vsock_config, little endian) into @buf.
+ * Return: 0; -EINVAL when [offset, offset + len) is outside the config space.
+ */
+int vsock_dev_read_config(const struct vsock_dev *dev, uint32_t offset, void *buf,
+			  uint32_t len);
+
+/*
+ * vsock_dev_set_features() - the features the driver accepted.
+ * Return: 0; -EINVAL when @features has a bit the device did not offer or
+ * lacks VERSION_1; -EBUSY while started.
+ */
+int vsock_dev_set_features(struct vsock_dev *dev, uint64_t features);
+
+/*
+ * vsock_dev_set_mem() - replace the guest memory table. Regions must not
+ * overlap in GPA space, nor wrap. If the device is running it pauses its
+ * threads around the swap. The memory stays owned by the caller and must stay
+ * mapped until the next set_mem, reset or destroy.
+ * Return: 0; -EINVAL for n > VSOCK_MAX_MEM_REGIONS, a zero size, overlap or
+ * wrap-around.
+ */
+int vsock_dev_set_mem(struct vsock_dev *dev, const struct vsock_mem_region *regions,
+		      unsigned int n);
+
+/*
+ * vsock_dev_set_vring() - configure queue @q (VSOCK_VQ_RX/TX/EVENT).
+ * The device duplicates neither fd: they stay owned by the caller and must
+ * stay open until reset or destroy. The event queue is optional (QEMU keeps
+ * it); RX and TX are required before start.
+ * Return: 0; -EINVAL for a bad index, size or alignment, or rings outside
+ * guest memory; -EBUSY while started.
+ */
+int vsock_dev_set_vring(struct vsock_dev *dev, unsigned int q,
+			const struct vsock_vring_config *vring);
+
+/*
+ * vsock_dev_start() - begin processing: TX queue, RX pump, host side.
+ * Return: 0; -EINVAL when memory, features or the RX/TX queues are missing;
+ * -EALREADY when started.
+ */
+int vsock_dev_start(struct vsock_dev *dev);
+
+/*
+ * vsock_dev_stop() - pause processing, keep connections and host fds.
+ * @last_avail: if not NULL, receives each queue's next avail index
+ * (for vhost-user GET_VRING_BASE). Returns when no device thread touches
+ * guest memory any more. Return: 0 (also when already stopped).
+ */
+int vsock_dev_stop(struct vsock_dev *dev, uint16_t last_avail[VSOCK_VQ_NUM]);
+
+/*
+ * vsock_dev_reset() - device reset (virtio 1.2 2.1.2, driver wrote 0 to
+ * status; or the vhost-user frontend went away). Stops the device, closes
+ * every connection's host fd (host peers see EOF/ECONNRESET), drops pending
+ * CONNECTs, forgets queues and features. The listener on uds_path stays.
+ * Return: 0.
+ */
+int vsock_dev_reset(struct vsock_dev *dev);
+
+/* vsock_dev_get_counters() - snapshot of the counters; thread safe. */
+void vsock_dev_get_counters(const struct vsock_dev *dev, struct vsock_dev_counters *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SKIFF_VSOCK_DEV_H */

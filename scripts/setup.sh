@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Install every Debian package skiff needs to build, test and build guest kernels.
+# Idempotent: packages already present are left alone. Debian 12 (bookworm) is the target.
+set -euo pipefail
+
+PKGS=(
+	# build
+	build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
+	check libseccomp-dev libfdt-dev liburing-dev
+	# guest kernels and initramfs
+	bc bison flex libelf-dev libssl-dev cpio xz-utils rsync busybox-static
+	linux-source-6.1
+	# guests and peers
+	qemu-system-x86 iproute2
+	# tooling used by scripts and tests
+	python3 jq
+)
+
+die() {
+	echo "setup.sh: $*" >&2
+	exit 1
+}
+
+if [ ! -r /etc/debian_version ]; then
+	die "this script supports Debian 12 only (no /etc/debian_version); install the equivalent of: ${PKGS[*]}"
+fi
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "setup.sh: all ${#PKGS[@]} packages present"
+	exit 0
+fi
+
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null || die "need root (or sudo) to install: ${missing[*]}"
+	SUDO=sudo
+fi
+
+echo "setup.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq || die "apt-get update failed; check the network and /etc/apt/sources.list"
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+	die "apt-get install failed for: ${missing[*]}"
+echo "setup.sh: done"
