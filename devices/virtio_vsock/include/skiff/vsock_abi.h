@@ -21,8 +21,7 @@
 #define VIRTIO_VSOCK_F_STREAM 0
 #define VIRTIO_VSOCK_F_SEQPACKET 1
 #define VIRTIO_VSOCK_F_NO_IMPLIED_STREAM 2
-#define VIRTIO_VSOCK_F_DGRAM 3 /* experimental: datagram RFC series */
-#define VIRTIO_VSOCK_F_MRG_RXBUF 4 /* experimental: skiff */
+/* Experimental bits DGRAM (3) and MRG_RXBUF (4): skiff/virtio_vsock_ext.h. */
 
 /* Transport feature bits (virtio 1.2 section 6). */
 #define VIRTIO_RING_F_INDIRECT_DESC 28
@@ -91,15 +90,13 @@ struct virtio_vsock_hdr {
 _Static_assert(sizeof(struct virtio_vsock_hdr) == 44, "vsock header is 44 bytes");
 
 /*
- * With MRG_RXBUF, every RX packet starts with this: the usual header, then
- * the number of descriptor chains (used ring entries) the packet occupies,
- * this one included. The payload follows num_buffers in the first chain and
- * continues at the start of each following chain. num_buffers is at least 1.
+ * The experimental part (feature bits DGRAM and MRG_RXBUF, and struct
+ * virtio_vsock_mrg_hdr, the RX header with num_buffers) lives in one header
+ * shared byte for byte with the guest kernel patches, which add it as
+ * include/uapi/linux/virtio_vsock_ext.h. It needs struct virtio_vsock_hdr
+ * defined first.
  */
-struct virtio_vsock_mrg_hdr {
-	struct virtio_vsock_hdr hdr;
-	uint16_t num_buffers;
-} __attribute__((packed));
+#include "skiff/virtio_vsock_ext.h"
 
 _Static_assert(sizeof(struct virtio_vsock_mrg_hdr) == 46, "mergeable header is 46 bytes");
 
