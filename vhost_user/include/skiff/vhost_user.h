@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * skiff vhost-user backend: serves the vsock device model (skiff/vsock_dev.h)
+ * to a vhost-user frontend (QEMU 7.2 vhost-user-vsock-device, Linux 6.1 UML
+ * virtio_uml) over a Unix stream socket.
+ *
+ * Two layers, both usable without a process of their own:
+ *   - struct vu_backend: the protocol. It reads one message at a time from a
+ *     connected socket, checks it, applies it to the device and answers.
+ *     Tests drive it over a socketpair.
+ *   - vu_server_*: a listening socket that serves one frontend at a time;
+ *     the next connection is accepted when the previous one has ended.
+ *
+ * Device life cycle as driven by the backend: the device is started when the
+ * RX and TX vrings each have a size, addresses, a kick (or "no fd") and are
+ * enabled, and memory and features are known; the event vring is passed too
+ * when it is ready (UML sets it up, QEMU keeps it). Any change to a vring,
+ * the memory table or the features pauses the device (vsock_dev_stop, which
+ * keeps connections) and restarts it once the conditions hold again.
+ * GET_VRING_BASE stops the ring until its next SET_VRING_KICK. A frontend
+ * that disconnects leaves nothing behind: vsock_dev_reset(), memory
+ * unmapped, every received fd closed.
+ *
+ * Threading: every call is made from one thread (the control thread); the
+ * backend has no lock of its own.
+ */
+#ifndef SKIFF_VHOST_USER_H
+#define SKIFF_VHOST_USER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "skiff/vsock_dev.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct vu_backend;
+
+/* Counters of the protocol layer, monotonic since create. */
+struct vu_backend_stats {
+	uint64_t msgs; /* messages read and framed */
+	uint64_t rejected; /* messages answered with an error or ignored */
+	uint64_t disconnects; /* frontends that went away or were dropped */
+	uint64_t dev_starts; /* successful vsock_dev_start() calls */
+};
+
+/*
+ * vu_backend_create() - protocol state for @dev, which the caller keeps
+ * owning (it must outlive the backend). @verbose: log every request to
+ * stderr. Return: 0; -ENOMEM.
+ */
+int vu_backend_create(struct vsock_dev *dev, bool verbose, struct vu_backend **out);
+
+/* vu_backend_destroy() - vu_backend_disconnect(), then free. NULL is a no-op. */
+void vu_backend_destroy(struct vu_backend *vb);
+
+/*
+ * vu_backend_handle_one() - read one message from the connected stream
+ * socket @sock (blocking; give it SO_RCVTIMEO so a stalled frontend cannot
+ * hold the backend), handle it and write the reply, if any, to @sock.
+ *
+ * Return: 0 when the message was handled (also when it was rejected with
+ * an error reply, or ignored and logged); -ECONNRESET when the frontend
+ * closed the socket between messages; -EPROTO when the stream cannot be
+ * trusted any more (bad version flags, a reply flag, payload over the
+ * largest we accept, EOF inside a message, truncated fds): the caller must
+ * call vu_backend_disconnect() and close @sock; other -errno from
+ * recvmsg(2)/sendmsg(2) (-ETIMEDOUT for a stall), same treatment.
+ */
+int vu_backend_handle_one(struct vu_backend *vb, int sock);
+
+/*
+ * vu_backend_disconnect() - the frontend is gone: stop and reset the device
+ * (host connections get EOF/ECONNRESET), unmap guest memory, close every
+ * fd the frontend sent, forget all negotiated state. The caller closes the
+ * socket itself. Safe to call twice.
+ */
+void vu_backend_disconnect(struct vu_backend *vb);
+
+/* vu_backend_started() - whether the device is running now. */
+bool vu_backend_started(const struct vu_backend *vb);
+
+/* vu_backend_get_stats() - snapshot of the protocol counters. */
+void vu_backend_get_stats(const struct vu_backend *vb, struct vu_backend_stats *out);
+
+/*
+ * vu_server_listen() - create, bind and listen on a Unix stream socket at
+ * @path (close-on-exec). A stale socket file (nobody accepting) is replaced.
+ * Return: 0 and the fd in *@out_fd; -ENAMETOOLONG; -EADDRINUSE when a live
+ * server owns @path; -EEXIST when @path exists and is not a socket; other
+ * -errno from socket(2), bind(2), listen(2).
+ */
+int vu_server_listen(const char *path, int *out_fd);
+
+/*
+ * vu_server_serve() - accept frontends on @listen_fd one at a time and serve
+ * each with @vb until it goes away, until @stop_fd (an eventfd, signalfd or
+ * pipe) becomes readable. The current frontend, if any, is then
+ * disconnected. Connections made while one is served wait in the backlog.
+ * Return: 0 when stopped through @stop_fd; -errno from poll(2)/accept4(2)
+ * for errors that are not transient.
+ */
+int vu_server_serve(int listen_fd, struct vu_backend *vb, int stop_fd);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SKIFF_VHOST_USER_H */

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/* Guest memory shared by the frontend: mapping a SET_MEM_TABLE, translation. */
+#ifndef SKIFF_VU_MEM_H
+#define SKIFF_VU_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "skiff/vsock_dev.h"
+#include "vu_proto.h"
+
+struct vu_mem_map {
+	uint64_t gpa; /* guest physical start */
+	uint64_t size; /* bytes */
+	uint64_t uaddr; /* frontend user address of gpa */
+	void *map_base; /* what mmap(2) returned */
+	size_t map_len; /* what was mapped */
+	void *hva; /* where gpa is in this process */
+};
+
+struct vu_mem {
+	struct vu_mem_map maps[VU_MAX_REGIONS];
+	unsigned int n;
+};
+
+/*
+ * vu_mem_map_table() - check and map the regions of a SET_MEM_TABLE into
+ * @out (which must be empty). @fds: one per region, consumed (closed) in
+ * all cases. Checks: 1..VU_MAX_REGIONS regions, non-zero sizes, no
+ * wrap-around of gpa/uaddr/mmap_offset + size, no overlap between regions
+ * in GPA space nor in frontend address space, and a backing file at least
+ * mmap_offset + size long (so an access can never hit SIGBUS at map time).
+ * Return: 0; -EINVAL for a bad table; -errno from fstat(2)/mmap(2).
+ * On error nothing stays mapped.
+ */
+int vu_mem_map_table(const struct vu_mem_table *t, int *fds, unsigned int nfds, struct vu_mem *out);
+
+/* vu_mem_unmap() - unmap everything in @m and empty it. */
+void vu_mem_unmap(struct vu_mem *m);
+
+/*
+ * vu_mem_uaddr_to_gpa() - translate a frontend user address.
+ * Return: 0 and *@gpa; -EFAULT when no region holds @uaddr.
+ */
+int vu_mem_uaddr_to_gpa(const struct vu_mem *m, uint64_t uaddr, uint64_t *gpa);
+
+/* vu_mem_regions() - the table as device regions; returns the count. */
+unsigned int vu_mem_regions(const struct vu_mem *m, struct vsock_mem_region *out);
+
+#endif /* SKIFF_VU_MEM_H */

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The listening side of skiff-vsock: one frontend at a time. QEMU and UML
+ * connect as vhost-user frontends (the backend is the socket server). A
+ * second frontend waits in the listen backlog until the first one is gone.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "skiff/vhost_user.h"
+
+/* A frontend that stops mid-message for this long is dropped. */
+#define VU_RECV_TIMEOUT_S 10
+
+static int fill_addr(const char *path, struct sockaddr_un *sa)
+{
+	size_t len = strlen(path);
+
+	if (len == 0)
+		return -EINVAL;
+	if (len >= sizeof(sa->sun_path))
+		return -ENAMETOOLONG;
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	memcpy(sa->sun_path, path, len + 1);
+	return 0;
+}
+
+/* Remove @path if it is a socket file nobody accepts on. */
+static int remove_stale(const struct sockaddr_un *sa)
+{
+	struct stat st;
+	int fd, ret;
+
+	if (lstat(sa->sun_path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -EEXIST;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	ret = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
+	close(fd);
+	if (ret == 0)
+		return -EADDRINUSE;
+	if (unlink(sa->sun_path) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int vu_server_listen(const char *path, int *out_fd)
+{
+	struct sockaddr_un sa;
+	int fd, ret;
+
+	ret = fill_addr(path, &sa);
+	if (ret)
+		return ret;
+	ret = remove_stale(&sa);
+	if (ret)
+		return ret;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (const struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	*out_fd = fd;
+	return 0;
+}
+
+/* Serve one connected frontend; returns 1 when asked to stop, 0 when it left. */
+static int serve_conn(int conn, struct vu_backend *vb, int stop_fd)
+{
+	struct timeval tv = { .tv_sec = VU_RECV_TIMEOUT_S };
+	int stop = 0;
+
+	setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = conn, .events = POLLIN },
+			{ .fd = stop_fd, .events = POLLIN },
+		};
+		int ret;
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[1].revents) {
+			stop = 1;
+			break;
+		}
+		if (!p[0].revents)
+			continue;
+		ret = vu_backend_handle_one(vb, conn);
+		if (ret) {
+			if (ret != -ECONNRESET)
+				fprintf(stderr, "skiff-vsock: frontend dropped: %s\n",
+					strerror(-ret));
+			break;
+		}
+	}
+	vu_backend_disconnect(vb);
+	close(conn);
+	return stop;
+}
+
+int vu_server_serve(int listen_fd, struct vu_backend *vb, int stop_fd)
+{
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = listen_fd, .events = POLLIN },
+			{ .fd = stop_fd, .events = POLLIN },
+		};
+		int conn;
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (p[1].revents)
+			return 0;
+		if (!p[0].revents)
+			continue;
+		conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (conn < 0) {
+			/* The peer may have gone already; keep listening. */
+			if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
+				continue;
+			return -errno;
+		}
+		if (serve_conn(conn, vb, stop_fd))
+			return 0;
+	}
+}
