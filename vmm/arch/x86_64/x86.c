@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: MIT
+/*
+ * x86-64 side of the arch interface (src/arch.h): in-kernel irqchip and PIT,
+ * legacy ports (COM1, i8042 reset), boot image dispatch, and the answer to
+ * KVM emulation failures.
+ */
+#include <errno.h>
+#include <linux/kvm.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "arch.h"
+#include "serial.h"
+#include "x86.h"
+
+#define TSS_ADDR 0xfffbd000ul /* 3 pages below the BIOS, as KVM documents */
+#define IDENTITY_MAP_ADDR 0xfffbc000ull
+
+int arch_vm_init(struct vm *vm)
+{
+	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
+	uint64_t idmap = IDENTITY_MAP_ADDR;
+
+	/* Needed by VMX for real mode; other implementations ignore or refuse it. */
+	if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, TSS_ADDR) < 0 && errno != ENOTTY && errno != EINVAL)
+		return -errno;
+	if (ioctl(vm->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &idmap) < 0 && errno != ENOTTY &&
+	    errno != EINVAL)
+		return -errno;
+	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0)
+		return -errno;
+	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0)
+		return -errno;
+	return 0;
+}
+
+/* i8042 keyboard controller: only what Linux uses to reset (command 0xfe on port 0x64). */
+static void i8042_pio(void *opaque, uint64_t off, uint8_t *data, uint32_t len, bool is_write)
+{
+	struct vm *vm = opaque;
+
+	if (!is_write) {
+		memset(data, 0, len); /* status: output and input buffers empty */
+		return;
+	}
+	if (off == 4 && data[0] == 0xfe)
+		vm_end(vm, SKIFF_EXIT_REBOOT, 0, -1, 0, "guest reset through the i8042");
+}
+
+int arch_add_legacy_devices(struct vm *vm)
+{
+	int err;
+
+	err = serial_create(vm, X86_IRQ_COM1, vm->console_in, &vm->serial);
+	if (err)
+		return err;
+	err = serial_add_pio(vm->serial, 0x3f8);
+	if (err)
+		return err;
+	return bus_add(&vm->pio_bus, 0x60, 5, i8042_pio, vm);
+}
+
+unsigned int arch_virtio_mmio_irq(void)
+{
+	return X86_IRQ_VIRTIO;
+}
+
+int arch_probe_kernel(const uint8_t *head, size_t len, int kind)
+{
+	if (kind == SKIFF_KERNEL_TINY)
+		return elf_probe_x86(head, len);
+	return x86_linux_probe(head, len);
+}
+
+int arch_load_guest(struct vm *vm, const uint8_t *kernel, size_t kernel_len, const uint8_t *initrd,
+		    size_t initrd_len, const char *cmdline)
+{
+	int err;
+
+	if (vm->cfg.kernel_kind == SKIFF_KERNEL_TINY)
+		return x86_tiny_load(&vm->mem, kernel, kernel_len, cmdline, &vm->boot);
+	err = x86_linux_load(&vm->mem, kernel, kernel_len, initrd, initrd_len, cmdline, &vm->boot);
+	if (err)
+		return err;
+	return x86_write_mptable(&vm->mem, vm->nr_vcpus);
+}
+
+/* Instruction bytes at the guest's rip, through its page tables. */
+static int fetch_insn(struct vcpu *vcpu, uint64_t rip, uint8_t *buf, size_t len)
+{
+	struct kvm_translation tr = { .linear_address = rip };
+	const uint8_t *p;
+
+	if (ioctl(vcpu->fd, KVM_TRANSLATE, &tr) < 0 || !tr.valid)
+		return -EFAULT;
+	p = guest_mem_ptr(&vcpu->vm->mem, tr.physical_address, len);
+	if (!p)
+		return -EFAULT;
+	memcpy(buf, p, len);
+	return 0;
+}
+
+/* int3 that KVM could not emulate: step over it and deliver #BP (vector 3). */
+static bool inject_bp(struct vcpu *vcpu, struct kvm_regs *regs)
+{
+	struct kvm_vcpu_events ev;
+
+	regs->rip += 1;
+	if (ioctl(vcpu->fd, KVM_SET_REGS, regs) < 0)
+		return false;
+	if (ioctl(vcpu->fd, KVM_GET_VCPU_EVENTS, &ev) < 0)
+		return false;
+	ev.exception.injected = 1;
+	ev.exception.nr = 3;
+	ev.exception.has_error_code = 0;
+	ev.exception.error_code = 0;
+	ev.flags = 0;
+	return ioctl(vcpu->fd, KVM_SET_VCPU_EVENTS, &ev) == 0;
+}
+
+bool arch_handle_internal_error(struct vcpu *vcpu, char *msg, size_t msg_len)
+{
+	struct kvm_run *run = vcpu->run;
+	struct kvm_regs regs;
+	uint8_t insn[15];
+	size_t n = 0, i, off;
+
+	if (run->internal.suberror != KVM_INTERNAL_ERROR_EMULATION) {
+		snprintf(msg, msg_len, "KVM internal error, suberror %u", run->internal.suberror);
+		return false;
+	}
+	if (ioctl(vcpu->fd, KVM_GET_REGS, &regs) < 0) {
+		snprintf(msg, msg_len, "emulation failure; KVM_GET_REGS: %s", strerror(errno));
+		return false;
+	}
+	if (run->emulation_failure.ndata >= 3 &&
+	    (run->emulation_failure.flags & KVM_INTERNAL_ERROR_EMULATION_FLAG_INSTRUCTION_BYTES)) {
+		n = run->emulation_failure.insn_size;
+		if (n > sizeof(insn))
+			n = sizeof(insn);
+		memcpy(insn, run->emulation_failure.insn_bytes, n);
+	}
+	if (!n && !fetch_insn(vcpu, regs.rip, insn, sizeof(insn)))
+		n = sizeof(insn);
+	if (n && insn[0] == 0xcc && inject_bp(vcpu, &regs))
+		return true;
+
+	off = (size_t)snprintf(msg, msg_len, "emulation failure at rip 0x%llx, instruction bytes:",
+			       (unsigned long long)regs.rip);
+	for (i = 0; i < n && off < msg_len; i++)
+		off += (size_t)snprintf(msg + off, msg_len - off, " %02x", insn[i]);
+	if (!n && off < msg_len)
+		snprintf(msg + off, msg_len - off, " (unreadable)");
+	return false;
+}
+
+void arch_describe_vcpu(struct vcpu *vcpu, char *buf, size_t len)
+{
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+
+	if (ioctl(vcpu->fd, KVM_GET_REGS, &regs) < 0 ||
+	    ioctl(vcpu->fd, KVM_GET_SREGS, &sregs) < 0) {
+		snprintf(buf, len, "registers unavailable");
+		return;
+	}
+	snprintf(buf, len, "rip=0x%llx rsp=0x%llx cs=0x%x cr0=0x%llx cr2=0x%llx cr3=0x%llx",
+		 (unsigned long long)regs.rip, (unsigned long long)regs.rsp, sregs.cs.selector,
+		 (unsigned long long)sregs.cr0, (unsigned long long)sregs.cr2,
+		 (unsigned long long)sregs.cr3);
+}

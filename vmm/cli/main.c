@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: MIT
+/*
+ * skiff: the command-line front end of libskiff.
+ *
+ *   skiff run --kernel PATH [options]     boot a VM, exit with how it ended
+ *   skiff --help | --version
+ *
+ * Exit status: see usage() below and libskiff.h (SKIFF_STATUS_*).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+
+#include "libskiff.h"
+#include "parse.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: skiff run --kernel PATH [options]\n"
+		"       skiff --help | --version\n"
+		"\n"
+		"Boot a KVM microVM with an in-process virtio-vsock device.\n"
+		"\n"
+		"options of run:\n"
+		"  --kernel PATH        Linux bzImage or ELF vmlinux (x86-64), or with\n"
+		"                       --tiny-guest a static ELF entered at CPL3\n"
+		"  --tiny-guest         boot --kernel as a tiny test guest (64-bit, CPL3,\n"
+		"                       identity-mapped user pages; see tests/guests/)\n"
+		"  --initrd PATH        initial ramdisk (Linux)\n"
+		"  --cmdline STR        kernel command line (default for Linux:\n"
+		"                       \"console=ttyS0 reboot=k panic=-1\"); with --vsock,\n"
+		"                       \"virtio_mmio.device=4K@0xd0000000:5\" is appended\n"
+		"  --mem SIZE           guest RAM, K/M/G suffixes, multiple of 2M,\n"
+		"                       2M..3G (default 128M)\n"
+		"  --cpus N             vCPUs, 1..%d (default 1)\n"
+		"  --vsock cid=N,uds=PATH[,rx-threads=N][,mrg-rxbuf=on|off]\n"
+		"                       virtio-vsock on virtio-mmio; host side is\n"
+		"                       Firecracker-style: connect to PATH and send\n"
+		"                       \"CONNECT <port>\\n\"; guest connections to port P\n"
+		"                       go to PATH_P\n"
+		"  --console stdio|file:PATH|none\n"
+		"                       where COM1 (ttyS0) goes (default stdio; input\n"
+		"                       is read from stdin when it is a terminal)\n"
+		"\n"
+		"exit status:\n"
+		"  0      guest powered off (or a tiny guest exited with 0)\n"
+		"  1-63   a tiny guest's exit code (debug device) / debug-exit port value\n"
+		"  64     bad command line or configuration\n"
+		"  65     guest rebooted\n"
+		"  66     guest panic\n"
+		"  67     triple fault\n"
+		"  68     guest error (instruction KVM could not emulate, failed entry)\n"
+		"  69     guest exit code above 63\n"
+		"  70     VMM error (KVM, host resources)\n"
+		"  130/143 stopped by SIGINT/SIGTERM\n",
+		SKIFF_MAX_VCPUS);
+}
+
+/* The signal thread: turns SIGINT/SIGTERM into skiff_vm_stop(). */
+struct sig_ctx {
+	pthread_mutex_t lock; /* protects vm and signo */
+	struct skiff_vm *vm; /* NULL once main is tearing down */
+	int signo;
+	sigset_t set;
+};
+
+static void *sig_thread(void *arg)
+{
+	struct sig_ctx *c = arg;
+	int sig;
+
+	for (;;) {
+		if (sigwait(&c->set, &sig))
+			continue;
+		pthread_mutex_lock(&c->lock);
+		if (!c->signo)
+			c->signo = sig;
+		if (c->vm)
+			skiff_vm_stop(c->vm);
+		pthread_mutex_unlock(&c->lock);
+	}
+	return NULL;
+}
+
+/* Errors that name the problem and the remedy. */
+static int kernel_error(const char *path, int err, bool tiny)
+{
+	switch (err) {
+	case -ENOENT:
+		fprintf(stderr,
+			"skiff: kernel '%s' does not exist; check the path given to --kernel\n",
+			path);
+		break;
+	case -EACCES:
+	case -EPERM:
+		fprintf(stderr,
+			"skiff: kernel '%s' is not readable (%s); make it readable by this user "
+			"(chmod a+r) or run skiff as a user who can read it\n",
+			path, strerror(-err));
+		break;
+	case -EISDIR:
+	case -EINVAL:
+		fprintf(stderr,
+			"skiff: kernel '%s' is not a regular file; pass the image file itself\n",
+			path);
+		break;
+	case -ENOEXEC:
+		if (tiny)
+			fprintf(stderr,
+				"skiff: '%s' is not a static x86-64 ELF executable; build the tiny "
+				"guest with tests/guests/ (gcc -ffreestanding -nostdlib -static)\n",
+				path);
+		else
+			fprintf(stderr,
+				"skiff: unknown kernel format in '%s': need an x86-64 bzImage with a "
+				"64-bit entry (boot protocol 2.12 or later) or an ELF vmlinux; pass "
+				"arch/x86/boot/bzImage or vmlinux from a kernel build (or add "
+				"--tiny-guest for a tiny test guest)\n",
+				path);
+		break;
+	default:
+		fprintf(stderr, "skiff: cannot load kernel '%s': %s\n", path, strerror(-err));
+	}
+	return SKIFF_STATUS_USAGE;
+}
+
+static int kvm_error(int err)
+{
+	const char *path = getenv("SKIFF_KVM_PATH") ? getenv("SKIFF_KVM_PATH") : "/dev/kvm";
+
+	switch (err) {
+	case -ENOENT:
+		fprintf(stderr,
+			"skiff: %s does not exist, so KVM is not available; load the KVM module "
+			"(modprobe kvm_intel or kvm_amd), enable virtualization in the firmware, "
+			"or on a cloud VM pick an instance type with nested virtualization\n",
+			path);
+		break;
+	case -EACCES:
+	case -EPERM:
+		fprintf(stderr,
+			"skiff: %s is not accessible (%s); add your user to the group that owns it "
+			"(usually: sudo usermod -aG kvm $USER, then log in again) or run as root\n",
+			path, strerror(-err));
+		break;
+	case -ENOSYS:
+		fprintf(stderr,
+			"skiff: %s lacks what skiff needs (API version 12, in-kernel irqchip, "
+			"ioeventfd, irqfd, immediate_exit); use a Linux 4.11 or newer host kernel\n",
+			path);
+		break;
+	default:
+		fprintf(stderr, "skiff: cannot use %s: %s\n", path, strerror(-err));
+	}
+	return SKIFF_STATUS_VMM_ERROR;
+}
+
+struct run_opts {
+	const char *kernel, *initrd, *cmdline;
+	bool tiny;
+	bool mem_set;
+	uint64_t mem;
+	unsigned int cpus;
+	bool vsock_set;
+	struct vsock_opt vsock;
+	enum skiff_console_kind console;
+	const char *console_path;
+};
+
+static int parse_run(int argc, char **argv, struct run_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "kernel", required_argument, NULL, 'k' },
+		{ "initrd", required_argument, NULL, 'i' },
+		{ "cmdline", required_argument, NULL, 'c' },
+		{ "mem", required_argument, NULL, 'm' },
+		{ "cpus", required_argument, NULL, 'n' },
+		{ "vsock", required_argument, NULL, 'v' },
+		{ "console", required_argument, NULL, 'o' },
+		{ "tiny-guest", no_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const size_t uds_max = sizeof(((struct sockaddr_un *)0)->sun_path) - 12;
+	const char *bad;
+	uint64_t v;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->cpus = 1;
+	o->console = SKIFF_CONSOLE_STDIO;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'k':
+			o->kernel = optarg;
+			break;
+		case 'i':
+			o->initrd = optarg;
+			break;
+		case 'c':
+			o->cmdline = optarg;
+			break;
+		case 't':
+			o->tiny = true;
+			break;
+		case 'm':
+			if (parse_size(optarg, &o->mem) || o->mem < (2u << 20) ||
+			    o->mem > (3ull << 30) || o->mem % (2u << 20)) {
+				fprintf(stderr,
+					"skiff: bad memory size '%s'; give a multiple of 2M from 2M "
+					"to 3G, with a K, M or G suffix (e.g. --mem 256M)\n",
+					optarg);
+				return -EINVAL;
+			}
+			o->mem_set = true;
+			break;
+		case 'n':
+			if (parse_uint(optarg, 1, SKIFF_MAX_VCPUS, &v)) {
+				fprintf(stderr,
+					"skiff: bad vCPU count '%s'; give a number from 1 to %d\n",
+					optarg, SKIFF_MAX_VCPUS);
+				return -EINVAL;
+			}
+			o->cpus = (unsigned int)v;
+			break;
+		case 'v':
+			if (parse_vsock(optarg, &o->vsock, &bad)) {
+				fprintf(stderr,
+					"skiff: bad --vsock item '%s'; use "
+					"cid=N,uds=PATH[,rx-threads=N][,mrg-rxbuf=on|off]\n",
+					bad ? bad : optarg);
+				return -EINVAL;
+			}
+			if (!o->vsock.cid_set || !o->vsock.uds) {
+				fprintf(stderr,
+					"skiff: --vsock needs both cid=N and uds=PATH (e.g. "
+					"--vsock cid=3,uds=/tmp/skiff.sock)\n");
+				return -EINVAL;
+			}
+			if (o->vsock.cid < 3 || o->vsock.cid >= 0xffffffffull) {
+				fprintf(stderr,
+					"skiff: bad vsock CID %llu; CIDs 0, 1 and 2 are reserved "
+					"(hypervisor, local, host) and 4294967295 means any: use a CID "
+					"from 3 to 4294967294, e.g. cid=3\n",
+					(unsigned long long)o->vsock.cid);
+				return -EINVAL;
+			}
+			if (strlen(o->vsock.uds) > uds_max) {
+				fprintf(stderr,
+					"skiff: vsock socket path '%s' is %zu bytes, too long; a Unix "
+					"socket path holds 107 bytes and skiff appends \"_<port>\", so "
+					"use a path of at most %zu bytes (e.g. under /tmp)\n",
+					o->vsock.uds, strlen(o->vsock.uds), uds_max);
+				return -EINVAL;
+			}
+			o->vsock_set = true;
+			break;
+		case 'o':
+			if (parse_console(optarg, &o->console, &o->console_path)) {
+				fprintf(stderr,
+					"skiff: bad --console '%s'; use stdio, none or file:PATH\n",
+					optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			fprintf(stderr,
+				"skiff: unknown or incomplete option '%s'; see skiff --help\n",
+				argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "skiff: unexpected argument '%s'; see skiff --help\n",
+			argv[optind]);
+		return -EINVAL;
+	}
+	if (!o->kernel) {
+		fprintf(stderr, "skiff: no kernel given; pass --kernel PATH (see skiff --help)\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int configure(struct skiff_vm *vm, const struct run_opts *o)
+{
+	int err;
+
+	err = skiff_vm_set_kernel(vm, o->kernel, o->tiny ? SKIFF_KERNEL_TINY : SKIFF_KERNEL_LINUX);
+	if (err)
+		return kernel_error(o->kernel, err, o->tiny);
+	if (o->initrd) {
+		err = skiff_vm_set_initrd(vm, o->initrd);
+		if (err) {
+			fprintf(stderr,
+				"skiff: cannot read initrd '%s' (%s); check the path given "
+				"to --initrd and its permissions\n",
+				o->initrd, strerror(-err));
+			return SKIFF_STATUS_USAGE;
+		}
+	}
+	if (o->cmdline && (err = skiff_vm_set_cmdline(vm, o->cmdline))) {
+		fprintf(stderr, "skiff: command line too long (%s); keep it under 2048 bytes\n",
+			strerror(-err));
+		return SKIFF_STATUS_USAGE;
+	}
+	if (o->mem_set && skiff_vm_set_memory(vm, o->mem))
+		return SKIFF_STATUS_USAGE; /* checked in parse_run() */
+	if (skiff_vm_set_vcpus(vm, o->cpus))
+		return SKIFF_STATUS_USAGE;
+	if (skiff_vm_set_console(vm, o->console, o->console_path, -1))
+		return SKIFF_STATUS_USAGE;
+	if (o->vsock_set) {
+		struct skiff_vsock_config vc = {
+			.guest_cid = o->vsock.cid,
+			.uds_path = o->vsock.uds,
+			.rx_threads = o->vsock.rx_threads,
+			.mrg_rxbuf = o->vsock.mrg_rxbuf,
+		};
+
+		err = skiff_vm_set_vsock(vm, &vc);
+		if (err == -ENOTSUP) {
+			fprintf(stderr, "skiff: this build has no virtio-vsock device library; "
+					"rebuild skiff with devices/virtio_vsock\n");
+			return SKIFF_STATUS_USAGE;
+		}
+		if (err) {
+			fprintf(stderr, "skiff: bad --vsock settings: %s\n", strerror(-err));
+			return SKIFF_STATUS_USAGE;
+		}
+	}
+	return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	struct sig_ctx sc = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct skiff_exit ex;
+	struct run_opts o;
+	struct skiff_vm *vm;
+	pthread_t th;
+	int err, status;
+
+	if (parse_run(argc, argv, &o))
+		return SKIFF_STATUS_USAGE;
+
+	/* Block SIGINT/SIGTERM before any thread exists; one thread sigwait()s for them. */
+	sigemptyset(&sc.set);
+	sigaddset(&sc.set, SIGINT);
+	sigaddset(&sc.set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
+
+	err = skiff_vm_create(&vm);
+	if (err)
+		return kvm_error(err);
+	status = configure(vm, &o);
+	if (status) {
+		skiff_vm_destroy(vm);
+		return status;
+	}
+	sc.vm = vm;
+	if (pthread_create(&th, NULL, sig_thread, &sc) == 0)
+		pthread_detach(th);
+
+	err = skiff_vm_start(vm);
+	if (err) {
+		skiff_vm_wait(vm, -1, &ex);
+		fprintf(stderr, "skiff: cannot start the VM: %s\n", ex.message);
+		status = err == -E2BIG || err == -ENOEXEC ? SKIFF_STATUS_USAGE :
+							    SKIFF_STATUS_VMM_ERROR;
+		goto out;
+	}
+	skiff_vm_wait(vm, -1, &ex);
+	status = skiff_exit_status(&ex);
+	pthread_mutex_lock(&sc.lock);
+	if (ex.reason == SKIFF_EXIT_STOPPED && sc.signo)
+		status = 128 + sc.signo;
+	pthread_mutex_unlock(&sc.lock);
+	if (ex.reason != SKIFF_EXIT_POWEROFF && ex.reason != SKIFF_EXIT_GUEST_CODE)
+		fprintf(stderr, "skiff: VM ended (%s): %s\n", skiff_exit_reason_name(ex.reason),
+			ex.message);
+out:
+	pthread_mutex_lock(&sc.lock);
+	sc.vm = NULL;
+	pthread_mutex_unlock(&sc.lock);
+	skiff_vm_destroy(vm);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))) {
+		printf("skiff %s\n", skiff_version());
+		return 0;
+	}
+	if (argc >= 2 && !strcmp(argv[1], "run"))
+		return cmd_run(argc - 1, argv + 1);
+	fprintf(stderr, "skiff: %s; try 'skiff run --kernel PATH' or 'skiff --help'\n",
+		argc < 2 ? "no command given" : "unknown command");
+	return SKIFF_STATUS_USAGE;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* ELF64 executables: check and load PT_LOAD segments into guest RAM by p_paddr. */
+#ifndef SKIFF_ELF_H
+#define SKIFF_ELF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mem.h"
+
+struct elf_image {
+	uint64_t entry; /* e_entry */
+	uint64_t lo, hi; /* [lo, hi): lowest and highest paddr of any PT_LOAD (memsz) */
+};
+
+/*
+ * elf_probe() - is @buf an ELF64 little-endian executable for @machine
+ * (EM_X86_64 = 62) with a sane program header table inside the file?
+ * Return: 0; -ENOEXEC otherwise.
+ */
+int elf_probe(const uint8_t *buf, size_t len, uint16_t machine);
+
+/*
+ * elf_load() - copy every PT_LOAD segment to its p_paddr (zero-filling
+ * p_memsz beyond p_filesz) and report entry and extent. Every segment must
+ * lie inside the file and inside [min_gpa, RAM end).
+ * Return: 0; -ENOEXEC for a malformed file (bad header, segment outside the
+ * file, filesz > memsz, no PT_LOAD); -E2BIG when a segment is outside RAM.
+ */
+int elf_load(const struct guest_mem *mem, const uint8_t *buf, size_t len, uint16_t machine,
+	     uint64_t min_gpa, struct elf_image *out);
+
+#endif /* SKIFF_ELF_H */
