@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "libskiff.h"
 #include "parse.h"
@@ -361,6 +362,10 @@ static int cmd_run(int argc, char **argv)
 	sigaddset(&sc.set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
 
+	/* File problems are reported even on a host without KVM. */
+	if (access(o.kernel, R_OK))
+		return kernel_error(o.kernel, -errno, o.tiny);
+
 	err = skiff_vm_create(&vm);
 	if (err)
 		return kvm_error(err);
@@ -384,8 +389,11 @@ static int cmd_run(int argc, char **argv)
 	skiff_vm_wait(vm, -1, &ex);
 	status = skiff_exit_status(&ex);
 	pthread_mutex_lock(&sc.lock);
-	if (ex.reason == SKIFF_EXIT_STOPPED && sc.signo)
+	if (ex.reason == SKIFF_EXIT_STOPPED && sc.signo) {
 		status = 128 + sc.signo;
+		snprintf(ex.message, sizeof(ex.message), "stopped by signal %d (%s)", sc.signo,
+			 strsignal(sc.signo));
+	}
 	pthread_mutex_unlock(&sc.lock);
 	if (ex.reason != SKIFF_EXIT_POWEROFF && ex.reason != SKIFF_EXIT_GUEST_CODE)
 		fprintf(stderr, "skiff: VM ended (%s): %s\n", skiff_exit_reason_name(ex.reason),

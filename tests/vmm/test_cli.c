@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `skiff` command-line errors: each names the problem and the remedy and
+ * exits with the documented status. Also --help, --version, and SIGTERM
+ * stopping a running VM cleanly (status 143).
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vmm_test_util.h"
+
+static char out[16384];
+
+static int skiff(const char *env, const char *a1, const char *a2, const char *a3, const char *a4,
+		 const char *a5, const char *a6)
+{
+	const char *argv[] = { SKIFF_BIN, a1, a2, a3, a4, a5, a6, NULL };
+
+	return run_cmd(argv, env, out, sizeof(out), 60);
+}
+
+#define has(s) ck_assert_msg(strstr(out, s) != NULL, "expected \"%s\" in: %s", s, out)
+
+START_TEST(help_and_version)
+{
+	ck_assert_int_eq(skiff(NULL, "--help", NULL, NULL, NULL, NULL, NULL), 0);
+	has("usage: skiff run --kernel PATH");
+	has("--vsock cid=N,uds=PATH");
+	has("67     triple fault");
+	ck_assert_int_eq(skiff(NULL, "--version", NULL, NULL, NULL, NULL, NULL), 0);
+	ck_assert_str_eq(out, "skiff " SKIFF_VERSION "\n");
+	ck_assert_int_eq(skiff(NULL, "frobnicate", NULL, NULL, NULL, NULL, NULL), 64);
+	has("unknown command");
+	ck_assert_int_eq(skiff(NULL, "run", "--bogus", NULL, NULL, NULL, NULL), 64);
+	has("unknown or incomplete option '--bogus'");
+}
+END_TEST
+
+START_TEST(missing_kernel)
+{
+	ck_assert_int_eq(skiff(NULL, "run", NULL, NULL, NULL, NULL, NULL), 64);
+	has("no kernel given; pass --kernel PATH");
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "/nonexistent/bzImage", NULL, NULL, NULL),
+			 64);
+	has("kernel '/nonexistent/bzImage' does not exist; check the path given to --kernel");
+	if (!kvm_present())
+		return;
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "/tmp", NULL, NULL, NULL), 64);
+	has("is not a regular file");
+}
+END_TEST
+
+START_TEST(unreadable_kernel)
+{
+	char path[] = "/tmp/skiff-unreadable-XXXXXX";
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	chmod(path, 0);
+	if (geteuid() == 0) {
+		/* root reads any file: check the message through a non-root user instead */
+		unlink(path);
+		if (geteuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0) {
+			char p2[] = "/tmp/skiff-unreadable-XXXXXX";
+			const char *argv[] = { "/usr/bin/setpriv",
+					       "--reuid=65534",
+					       "--regid=65534",
+					       "--clear-groups",
+					       SKIFF_BIN,
+					       "run",
+					       "--kernel",
+					       p2,
+					       NULL };
+			int rc;
+
+			fd = mkstemp(p2);
+			ck_assert_int_ge(fd, 0);
+			close(fd);
+			chmod(p2, 0);
+			rc = run_cmd(argv, NULL, out, sizeof(out), 60);
+			unlink(p2);
+			ck_assert_int_eq(rc, 64);
+			has("is not readable (Permission denied)");
+			has("chmod a+r");
+		}
+		return;
+	}
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", path, NULL, NULL, NULL), 64);
+	has("is not readable");
+	unlink(path);
+}
+END_TEST
+
+START_TEST(unknown_format)
+{
+	char path[] = "/tmp/skiff-text-XXXXXX";
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "#!/bin/sh\necho hi\n", 18), 18);
+	close(fd);
+	if (kvm_present()) {
+		ck_assert_int_eq(skiff(NULL, "run", "--kernel", path, NULL, NULL, NULL), 64);
+		has("unknown kernel format");
+		has("bzImage with a 64-bit entry");
+		ck_assert_int_eq(skiff(NULL, "run", "--tiny-guest", "--kernel", path, NULL, NULL),
+				 64);
+		has("is not a static x86-64 ELF executable");
+	}
+	unlink(path);
+}
+END_TEST
+
+START_TEST(bad_sizes_and_counts)
+{
+	static const char *const bad[] = { "12Q", "0", "3M", "4G", "-1M", "M", "1T", "2MiBx" };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--mem", bad[i], NULL), 64);
+		has("bad memory size");
+		has("multiple of 2M from 2M to 3G");
+	}
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--cpus", "0", NULL), 64);
+	has("bad vCPU count '0'; give a number from 1 to 64");
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--console", "tty", NULL), 64);
+	has("bad --console 'tty'; use stdio, none or file:PATH");
+}
+END_TEST
+
+START_TEST(vsock_args)
+{
+	char longp[200];
+
+	ck_assert_int_eq(
+		skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=2,uds=/tmp/v.sock", NULL), 64);
+	has("bad vsock CID 2");
+	has("use a CID from 3 to 4294967294");
+	ck_assert_int_eq(
+		skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=4294967295,uds=/tmp/v", NULL),
+		64);
+	has("bad vsock CID 4294967295");
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--vsock", "uds=/tmp/v", NULL), 64);
+	has("--vsock needs both cid=N and uds=PATH");
+	ck_assert_int_eq(
+		skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=3,uds=/x,color=red", NULL), 64);
+	has("bad --vsock item 'color=red'");
+	ck_assert_int_eq(
+		skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=3,uds=/x,mrg-rxbuf=yes", NULL),
+		64);
+	has("bad --vsock item 'mrg-rxbuf=yes'");
+	memset(longp, 'a', sizeof(longp));
+	memcpy(longp, "cid=3,uds=/tmp/", 15);
+	longp[15 + 100] = '\0';
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--vsock", longp, NULL), 64);
+	has("is 105 bytes, too long");
+	has("at most 96 bytes");
+}
+END_TEST
+
+START_TEST(kvm_missing)
+{
+	const char *k = guest_path("guest_exit");
+	struct stat st;
+
+	ck_assert_int_eq(skiff("SKIFF_KVM_PATH=/nonexistent/kvm", "run", "--tiny-guest", "--kernel",
+			       k, NULL, NULL),
+			 70);
+	has("/nonexistent/kvm does not exist, so KVM is not available");
+	has("modprobe kvm_intel or kvm_amd");
+	ck_assert_int_eq(
+		skiff("SKIFF_KVM_PATH=/tmp", "run", "--tiny-guest", "--kernel", k, NULL, NULL), 70);
+	has("cannot use /tmp");
+	/* /dev/kvm that this user may not open: run as nobody when we are root */
+	if (geteuid() == 0 && stat("/dev/kvm", &st) == 0 && !(st.st_mode & 0006) &&
+	    access("/usr/bin/setpriv", X_OK) == 0) {
+		const char *argv[] = { "/usr/bin/setpriv",
+				       "--reuid=65534",
+				       "--regid=65534",
+				       "--clear-groups",
+				       SKIFF_BIN,
+				       "run",
+				       "--tiny-guest",
+				       "--kernel",
+				       k,
+				       NULL };
+
+		ck_assert_int_eq(run_cmd(argv, NULL, out, sizeof(out), 60), 70);
+		has("/dev/kvm is not accessible (Permission denied)");
+		has("usermod -aG kvm");
+	}
+}
+END_TEST
+
+/* SIGTERM while a guest spins: the VM stops, status 143, the console file is complete. */
+START_TEST(sigterm_stops_cleanly)
+{
+	char dir[64], con[128], arg[160];
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	int status, i;
+	pid_t pid;
+
+	if (!kvm_present())
+		return;
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(con, sizeof(con), "%s/console.log", dir);
+	snprintf(arg, sizeof(arg), "file:%s", con);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		execl(SKIFF_BIN, SKIFF_BIN, "run", "--tiny-guest", "--kernel",
+		      guest_path("guest_exit"), "--cmdline", "spin=1", "--console", arg,
+		      (char *)NULL);
+		_exit(127);
+	}
+	/* The guest prints before it spins: wait for the line (bounded, 60 s). */
+	for (i = 0; i < 6000; i++) {
+		struct stat st;
+
+		if (stat(con, &st) == 0 && st.st_size == 28)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	ck_assert_int_lt(i, 6000);
+	ck_assert_int_eq(kill(pid, SIGTERM), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 143);
+	unlink(con);
+	rmdir(dir);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("vmm_cli");
+	TCase *tc = tcase_create("cli");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 100);
+	tcase_add_test(tc, help_and_version);
+	tcase_add_test(tc, missing_kernel);
+	tcase_add_test(tc, unreadable_kernel);
+	tcase_add_test(tc, unknown_format);
+	tcase_add_test(tc, bad_sizes_and_counts);
+	tcase_add_test(tc, vsock_args);
+	tcase_add_test(tc, kvm_missing);
+	tcase_add_test(tc, sigterm_stops_cleanly);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
