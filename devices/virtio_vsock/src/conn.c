@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: MIT
+/* Connection state machine and credit; see the primer in conn.h. */
+#include "conn.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "dev.h"
+#include "iov.h"
+
+#define SQ_NONE UINT32_MAX
+
+struct conn *conn_new(struct vsock_dev *dev, int fd, uint16_t type, uint32_t local_port,
+		      uint32_t peer_port, const struct virtio_vsock_hdr *req)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	if (pthread_mutex_init(&c->lock, NULL)) {
+		free(c);
+		return NULL;
+	}
+	c->dev = dev;
+	c->fd = fd;
+	c->type = type;
+	c->local_port = local_port;
+	c->peer_port = peer_port;
+	c->refs = 1;
+	c->buf_alloc = dev->cfg.conn_buf_size;
+	c->sq_open = SQ_NONE;
+	c->pump = &dev->pumps[(local_port * 31u + peer_port) % dev->n_pumps];
+	if (req) {
+		c->state = CONN_ESTABLISHED;
+		c->pending = PEND_RESPONSE;
+		c->peer_buf_alloc = req->buf_alloc;
+		c->peer_fwd_cnt = req->fwd_cnt;
+	} else {
+		c->state = CONN_HOST_CONNECTING;
+		c->pending = PEND_REQUEST;
+	}
+	return c;
+}
+
+void conn_get(struct conn *c)
+{
+	__atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
+}
+
+void conn_put(struct conn *c)
+{
+	if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->bl);
+	free(c->msg);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+uint32_t conn_credit_avail(const struct conn *c)
+{
+	uint32_t in_flight = c->h2g_sent - c->peer_fwd_cnt;
+
+	if (in_flight >= c->peer_buf_alloc)
+		return 0;
+	return c->peer_buf_alloc - in_flight;
+}
+
+void conn_fill_hdr(struct conn *c, struct virtio_vsock_hdr *h, uint16_t op, uint32_t flags,
+		   uint32_t len)
+{
+	memset(h, 0, sizeof(*h));
+	h->src_cid = VSOCK_CID_HOST;
+	h->dst_cid = c->dev->cfg.guest_cid;
+	h->src_port = c->local_port;
+	h->dst_port = c->peer_port;
+	h->len = len;
+	h->type = c->type;
+	h->op = op;
+	h->flags = flags;
+	h->buf_alloc = c->buf_alloc;
+	h->fwd_cnt = c->g2h_fwd;
+	c->g2h_fwd_told = c->g2h_fwd;
+}
+
+void conn_schedule(struct conn *c)
+{
+	pump_enqueue(c);
+}
+
+void conn_maybe_credit(struct conn *c)
+{
+	uint32_t untold = c->g2h_fwd - c->g2h_fwd_told;
+	uint32_t view_used = c->g2h_recv - c->g2h_fwd_told;
+	uint32_t thresh = c->buf_alloc / 4;
+
+	if (thresh > 64 * 1024)
+		thresh = 64 * 1024;
+	if (!untold || c->state != CONN_ESTABLISHED || (c->pending & PEND_CREDIT))
+		return;
+	if (untold >= thresh || view_used + thresh >= c->buf_alloc) {
+		c->pending |= PEND_CREDIT;
+		conn_schedule(c);
+	}
+}
+
+void conn_reset(struct conn *c, bool send_rst)
+{
+	struct vsock_dev *dev = c->dev;
+
+	if (c->state == CONN_CLOSED)
+		return;
+	c->state = CONN_CLOSED;
+	if (mux_remove(&dev->mux, c))
+		CTR_ADD(dev, conns_closed, 1);
+	shutdown(c->fd, SHUT_RDWR);
+	free(c->bl);
+	c->bl = NULL;
+	c->bl_len = c->bl_cap = c->bl_head = 0;
+	c->pending = send_rst ? PEND_RST : 0;
+	conn_schedule(c);
+}
+
+/* ---- backlog ring ---- */
+
+static int bl_reserve(struct conn *c, uint32_t need)
+{
+	if (!c->bl) {
+		uint32_t cap = c->buf_alloc;
+
+		if (c->type == VIRTIO_VSOCK_TYPE_SEQPACKET)
+			cap = cap * 2 + 64;
+		c->bl = malloc(cap);
+		if (!c->bl)
+			return -ENOMEM;
+		c->bl_cap = cap;
+		c->bl_head = c->bl_len = 0;
+	}
+	return c->bl_cap - c->bl_len >= need ? 0 : -ENOBUFS;
+}
+
+/* Append @len bytes of an iovec stream (from @off) at the ring's tail. */
+static void bl_append_iov(struct conn *c, const struct iovec *iov, unsigned int n, size_t off,
+			  uint32_t len)
+{
+	while (len) {
+		uint32_t tail = (c->bl_head + c->bl_len) % c->bl_cap;
+		uint32_t room = c->bl_cap - tail;
+		uint32_t chunk = len < room ? len : room;
+
+		iov_read(iov, n, off, c->bl + tail, chunk);
+		c->bl_len += chunk;
+		off += chunk;
+		len -= chunk;
+	}
+}
+
+static void bl_append(struct conn *c, const void *src, uint32_t len)
+{
+	struct iovec v = { (void *)(uintptr_t)src, len };
+
+	bl_append_iov(c, &v, 1, 0, len);
+}
+
+/* Overwrite 4 bytes at ring position @pos (may wrap). */
+static void bl_poke32(struct conn *c, uint32_t pos, uint32_t v)
+{
+	const uint8_t *s = (const uint8_t *)&v;
+	unsigned int i;
+
+	for (i = 0; i < 4; i++)
+		c->bl[(pos + i) % c->bl_cap] = s[i];
+}
+
+static uint32_t bl_peek32(const struct conn *c, uint32_t pos)
+{
+	uint32_t v;
+	uint8_t *d = (uint8_t *)&v;
+	unsigned int i;
+
+	for (i = 0; i < 4; i++)
+		d[i] = c->bl[(pos + i) % c->bl_cap];
+	return v;
+}
+
+/* iovecs for @len ring bytes starting @skip bytes after the head. */
+static unsigned int bl_iov(const struct conn *c, uint32_t skip, uint32_t len, struct iovec v[2])
+{
+	uint32_t start = (c->bl_head + skip) % c->bl_cap;
+	uint32_t first = c->bl_cap - start;
+
+	if (first >= len) {
+		v[0] = (struct iovec){ c->bl + start, len };
+		return 1;
+	}
+	v[0] = (struct iovec){ c->bl + start, first };
+	v[1] = (struct iovec){ c->bl, len - first };
+	return 2;
+}
+
+static void bl_consume(struct conn *c, uint32_t n)
+{
+	c->bl_head = (c->bl_head + n) % c->bl_cap;
+	c->bl_len -= n;
+	if (!c->bl_len)
+		c->bl_head = 0;
+}
+
+static ssize_t send_iov(int fd, const struct iovec *iov, unsigned int n)
+{
+	struct msghdr m = { .msg_iov = (struct iovec *)(uintptr_t)iov, .msg_iovlen = n };
+	ssize_t r;
+
+	do
+		r = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -errno : r;
+}
+
+static void delivered(struct conn *c, uint32_t n)
+{
+	c->g2h_fwd += n;
+	CTR_ADD(c->dev, tx_bytes, n);
+}
+
+/* After the backlog drained: pass on a guest half-close, or finish a close. */
+static void after_drain(struct conn *c)
+{
+	if (c->bl_len || c->state != CONN_ESTABLISHED)
+		return;
+	if (c->rst_when_drained) {
+		conn_reset(c, true);
+		return;
+	}
+	if (c->peer_shut & VIRTIO_VSOCK_SHUTDOWN_SEND)
+		shutdown(c->fd, SHUT_WR);
+}
+
+int conn_flush(struct conn *c)
+{
+	struct iovec v[2];
+	ssize_t r;
+
+	while (c->bl_len) {
+		if (c->type == VIRTIO_VSOCK_TYPE_SEQPACKET) {
+			uint32_t mlen;
+
+			if (c->sq_open == c->bl_head)
+				break; /* the head message is still being assembled */
+			mlen = bl_peek32(c, c->bl_head);
+			r = send_iov(c->fd, v, mlen ? bl_iov(c, 4, mlen, v) : 0);
+			if (r == -EAGAIN)
+				break;
+			if (r < 0)
+				return (int)r;
+			bl_consume(c, 4 + mlen);
+			delivered(c, mlen);
+			continue;
+		}
+		r = send_iov(c->fd, v, bl_iov(c, 0, c->bl_len, v));
+		if (r == -EAGAIN)
+			break;
+		if (r < 0)
+			return (int)r;
+		bl_consume(c, (uint32_t)r);
+		delivered(c, (uint32_t)r);
+	}
+	pump_set_out(c, c->bl_len && c->sq_open != c->bl_head);
+	conn_maybe_credit(c);
+	after_drain(c);
+	return 0;
+}
+
+/* Guest RW payload of a STREAM connection. Return: 0 or -errno (reset). */
+static int rw_stream(struct conn *c, const struct iovec *p, unsigned int n, uint32_t len)
+{
+	ssize_t r = 0;
+
+	if (!c->bl_len && len) {
+		r = send_iov(c->fd, p, n);
+		if (r == -EAGAIN)
+			r = 0;
+		if (r < 0)
+			return (int)r;
+		delivered(c, (uint32_t)r);
+	}
+	if ((uint32_t)r < len) {
+		if (bl_reserve(c, len - (uint32_t)r))
+			return -ENOBUFS;
+		bl_append_iov(c, p, n, (size_t)r, len - (uint32_t)r);
+		pump_set_out(c, true);
+	}
+	return 0;
+}
+
+/* Guest RW payload of a SEQPACKET connection: assemble until EOM. */
+static int rw_seqpacket(struct conn *c, const struct iovec *p, unsigned int n, uint32_t len,
+			uint32_t flags)
+{
+	bool eom = flags & (VIRTIO_VSOCK_SEQ_EOM | VIRTIO_VSOCK_SEQ_EOR);
+	ssize_t r;
+
+	if (!c->bl_len && eom) {
+		/* A whole message and nothing queued before it: send in place. */
+		r = send_iov(c->fd, p, n);
+		if (r >= 0) {
+			delivered(c, len);
+			return 0;
+		}
+		if (r != -EAGAIN)
+			return (int)r;
+	}
+	if (bl_reserve(c, len + (c->sq_open == SQ_NONE ? 4 : 0)))
+		return -ENOBUFS;
+	if (c->sq_open == SQ_NONE) {
+		uint32_t zero = 0;
+
+		c->sq_open = (c->bl_head + c->bl_len) % c->bl_cap;
+		c->sq_open_len = 0;
+		bl_append(c, &zero, 4);
+	}
+	bl_append_iov(c, p, n, 0, len);
+	c->sq_open_len += len;
+	if (eom) {
+		bl_poke32(c, c->sq_open, c->sq_open_len);
+		c->sq_open = SQ_NONE;
+	}
+	return conn_flush(c);
+}
+
+/* Write the "OK <port>\n" reply of a host-initiated connection. */
+static int send_ok(struct conn *c)
+{
+	char line[16];
+	size_t n = uds_format_ok(line, c->local_port);
+	struct iovec v = { line, n };
+	ssize_t r = send_iov(c->fd, &v, 1);
+
+	return r == (ssize_t)n ? 0 : -EIO;
+}
+
+void conn_handle_tx(struct conn *c, const struct virtio_vsock_hdr *h, const struct iovec *payload,
+		    unsigned int n_payload)
+{
+	uint32_t old_credit;
+	int ret = 0;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->state == CONN_CLOSED)
+		goto out;
+	if (h->type != c->type) {
+		conn_reset(c, true);
+		goto out;
+	}
+	old_credit = conn_credit_avail(c);
+	c->peer_buf_alloc = h->buf_alloc;
+	c->peer_fwd_cnt = h->fwd_cnt;
+	switch (h->op) {
+	case VIRTIO_VSOCK_OP_RST:
+		conn_reset(c, false);
+		goto out;
+	case VIRTIO_VSOCK_OP_REQUEST:
+		conn_reset(c, true);
+		goto out;
+	case VIRTIO_VSOCK_OP_RESPONSE:
+		if (c->state != CONN_HOST_CONNECTING || send_ok(c)) {
+			conn_reset(c, true);
+			goto out;
+		}
+		c->state = CONN_ESTABLISHED;
+		conn_schedule(c);
+		goto out;
+	default:
+		break;
+	}
+	if (c->state != CONN_ESTABLISHED) {
+		conn_reset(c, true);
+		goto out;
+	}
+	switch (h->op) {
+	case VIRTIO_VSOCK_OP_SHUTDOWN:
+		c->peer_shut |= h->flags & (VIRTIO_VSOCK_SHUTDOWN_RCV | VIRTIO_VSOCK_SHUTDOWN_SEND);
+		if (h->flags & VIRTIO_VSOCK_SHUTDOWN_RCV)
+			shutdown(c->fd, SHUT_RD);
+		if ((c->peer_shut & 3u) == 3u)
+			c->rst_when_drained = true;
+		after_drain(c);
+		if (c->state == CONN_ESTABLISHED)
+			conn_schedule(c); /* the pump may stop reading */
+		goto out;
+	case VIRTIO_VSOCK_OP_RW:
+		if ((c->peer_shut & VIRTIO_VSOCK_SHUTDOWN_SEND) ||
+		    c->g2h_recv - c->g2h_fwd + h->len > c->buf_alloc) {
+			/* Data after SHUTDOWN SEND, or beyond the credit we gave. */
+			CTR_ADD(c->dev, malformed_pkts, 1);
+			conn_reset(c, true);
+			goto out;
+		}
+		c->g2h_recv += h->len;
+		if (c->type == VIRTIO_VSOCK_TYPE_SEQPACKET)
+			ret = rw_seqpacket(c, payload, n_payload, h->len, h->flags);
+		else
+			ret = rw_stream(c, payload, n_payload, h->len);
+		if (ret) {
+			conn_reset(c, true); /* EPIPE, ECONNRESET, ENOBUFS: this one only */
+			goto out;
+		}
+		conn_maybe_credit(c);
+		break;
+	case VIRTIO_VSOCK_OP_CREDIT_REQUEST:
+		c->pending |= PEND_CREDIT;
+		conn_schedule(c);
+		break;
+	default: /* CREDIT_UPDATE */
+		break;
+	}
+	if (!old_credit && conn_credit_avail(c))
+		conn_schedule(c);
+out:
+	pthread_mutex_unlock(&c->lock);
+}

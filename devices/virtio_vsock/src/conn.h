@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One vsock connection between a guest socket and a host Unix socket.
+ *
+ * Protocol primer (virtio 1.2 5.10.6, Linux net/vmw_vsock/virtio_transport_common.c)
+ * ---------------------------------------------------------------------------
+ * A connection is named by (guest CID, guest port) on one side and
+ * (host CID 2, local port) on the other. Every packet carries a 44-byte
+ * header: CIDs and ports, len (payload bytes), type (STREAM or SEQPACKET),
+ * op, flags, and the sender's receive credit: buf_alloc (its buffer size) and
+ * fwd_cnt (bytes it has consumed so far, a free-running u32).
+ *
+ *   REQUEST          opens (either side); answered by RESPONSE, or RST to refuse.
+ *   RESPONSE         accepts. It is always the first packet the device sends
+ *                    on a guest-initiated connection.
+ *   RW               payload. For SEQPACKET, flag EOM ends a message and EOR a
+ *                    record.
+ *   SHUTDOWN         half-close: flag RCV "I will not read any more", SEND "I
+ *                    will not write any more". Both set: the sender is closing
+ *                    and waits for an RST.
+ *   RST              the connection is gone. Never answered.
+ *   CREDIT_UPDATE    "here is my buf_alloc / fwd_cnt" with no payload.
+ *   CREDIT_REQUEST   "send me a CREDIT_UPDATE".
+ *
+ * Credit: a sender may have at most buf_alloc bytes unconsumed by the peer:
+ * sent - peer_fwd_cnt <= peer_buf_alloc, all u32 arithmetic modulo 2^32.
+ * Any packet for a connection refreshes the sender's credit view; a packet
+ * for no connection gets an RST (unless it is an RST).
+ *
+ * In skiff: guest-to-host bytes are written to the host socket straight from
+ * guest memory; what the socket does not take is kept in a backlog of at most
+ * buf_alloc bytes (the credit we advertised, so a guest that respects credit
+ * never makes us drop), and fwd_cnt counts only bytes the host socket took.
+ * Host-to-guest bytes are read by the connection's RX pump thread straight
+ * into guest RX buffers, never more than the guest's credit.
+ *
+ * What the device still owes the guest is a set of pending kinds (request,
+ * response, credit update, data, shutdown, rst), served in that order by the
+ * connection's pump thread, so a RESPONSE always comes first and control
+ * packets never wait behind bulk data.
+ *
+ * Host side mapping (Firecracker hybrid sockets):
+ *   - guest STREAM to host port P: SOCK_STREAM connect to "<uds_path>_<P>";
+ *   - guest SEQPACKET to host port P: SOCK_SEQPACKET connect to the same path
+ *     (the host app listens with SOCK_SEQPACKET there); message boundaries
+ *     (EOM) map to Unix seqpacket messages both ways. EOR has no Unix
+ *     equivalent: it is passed through as EOM;
+ *   - host app connects to uds_path, writes "CONNECT <P>\n", gets
+ *     "OK <local port>\n": always a STREAM connection.
+ *   - guest SHUTDOWN SEND becomes shutdown(SHUT_WR) once the backlog is
+ *     written, RCV becomes shutdown(SHUT_RD); host EOF becomes SHUTDOWN SEND
+ *     (plus RCV when the host closed entirely) once all data went to the guest.
+ */
+#ifndef SKIFF_VSOCK_CONN_H
+#define SKIFF_VSOCK_CONN_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "packet.h"
+
+struct vsock_dev;
+struct pump;
+
+enum conn_state {
+	CONN_HOST_CONNECTING, /* host-initiated: REQUEST owed or sent, awaiting RESPONSE */
+	CONN_ESTABLISHED,
+	CONN_CLOSED, /* out of the table; RST may still be owed; awaiting retirement */
+};
+
+/* Pending kinds, served in this order by the pump. */
+#define PEND_RST (1u << 0)
+#define PEND_REQUEST (1u << 1)
+#define PEND_RESPONSE (1u << 2)
+#define PEND_CREDIT (1u << 3)
+#define PEND_SHUTDOWN (1u << 4) /* after data: flags in shut_to_send */
+
+struct conn {
+	/* Immutable after conn_new(). */
+	struct vsock_dev *dev;
+	struct pump *pump; /* owner: sends every packet of this connection */
+	uint32_t local_port; /* host side (dst_port of guest packets) */
+	uint32_t peer_port; /* guest side */
+	uint16_t type; /* VIRTIO_VSOCK_TYPE_STREAM or _SEQPACKET */
+	int fd; /* host socket, non-blocking; closed by the last conn_put() */
+
+	int refs; /* atomic: table, pump ownership, work list, lookups */
+
+	pthread_mutex_t lock; /* protects everything below */
+	enum conn_state state;
+	uint32_t pending; /* PEND_* */
+	uint32_t shut_to_send; /* SHUTDOWN flags owed to the guest */
+	uint32_t peer_shut; /* SHUTDOWN flags received from the guest */
+	uint32_t local_shut; /* SHUTDOWN flags sent to the guest */
+	bool host_readable; /* edge seen, not yet read to EAGAIN */
+	bool host_eof; /* read returned 0 */
+	bool host_hup; /* host peer closed entirely (EPOLLHUP) */
+	bool want_flush; /* EPOLLOUT seen: write the backlog */
+	bool out_armed; /* EPOLLOUT in the pump's interest set */
+	bool rst_when_drained; /* guest sent SHUTDOWN RCV|SEND: RST after the backlog */
+	bool retired; /* removed from the pump's epoll */
+	bool on_work; /* on pump->work or pump->blocked (pump->lock) */
+	struct conn *work_next; /* pump->lock */
+	struct conn *hash_next; /* muxer lock */
+	bool in_table; /* muxer lock */
+
+	/* Guest-to-host credit (we are the receiver). */
+	uint32_t buf_alloc; /* what we advertise */
+	uint32_t g2h_recv; /* payload bytes taken from the guest */
+	uint32_t g2h_fwd; /* ... of which the host socket took (fwd_cnt) */
+	uint32_t g2h_fwd_told; /* fwd_cnt last sent to the guest */
+
+	/* Host-to-guest credit (the guest is the receiver). */
+	uint32_t peer_buf_alloc;
+	uint32_t peer_fwd_cnt;
+	uint32_t h2g_sent; /* payload bytes put on the RX queue */
+
+	/*
+	 * Backlog of guest bytes the host socket did not take yet: a ring of
+	 * bl_cap bytes (allocated on first use). For SEQPACKET it holds records:
+	 * a u32 length then the message; sq_open is the offset of the length
+	 * field of a message still being assembled (UINT32_MAX: none).
+	 */
+	uint8_t *bl;
+	uint32_t bl_cap, bl_head, bl_len;
+	uint32_t sq_open, sq_open_len, sq_done_len;
+
+	/* Bytes that followed "CONNECT <port>\n": sent to the guest first. */
+	uint8_t prefix[32];
+	uint32_t prefix_len, prefix_off;
+
+	/* SEQPACKET host-to-guest: one host message being sent in fragments. */
+	uint8_t *msg;
+	uint32_t msg_len, msg_off;
+	bool msg_valid;
+};
+
+/*
+ * conn_new() - a connection with one reference (the caller's), state
+ * ESTABLISHED (guest-initiated, RESPONSE pending) or HOST_CONNECTING
+ * (REQUEST pending). @hdr: the guest's REQUEST (credit and ports), or NULL
+ * for host-initiated. Takes ownership of @fd on success.
+ * Return: the connection or NULL (-ENOMEM).
+ */
+struct conn *conn_new(struct vsock_dev *dev, int fd, uint16_t type, uint32_t local_port,
+		      uint32_t peer_port, const struct virtio_vsock_hdr *req);
+
+void conn_get(struct conn *c);
+/* conn_put() - drop a reference; the last one closes the fd and frees. */
+void conn_put(struct conn *c);
+
+/*
+ * conn_credit_avail() - bytes we may send to the guest now (caller holds
+ * c->lock): peer_buf_alloc - (h2g_sent - peer_fwd_cnt), 0 when the guest's
+ * counters claim more than it allowed.
+ */
+uint32_t conn_credit_avail(const struct conn *c);
+
+/*
+ * conn_handle_tx() - one validated guest packet for connection @c (control
+ * thread; takes c->lock). @payload/@n_payload: the payload bytes (hdr.len of
+ * them) in guest memory. Writes RW payload to the host socket or the
+ * backlog, updates credit, and schedules replies on the owning pump.
+ */
+void conn_handle_tx(struct conn *c, const struct virtio_vsock_hdr *h, const struct iovec *payload,
+		    unsigned int n_payload);
+
+/*
+ * conn_flush() - write the backlog to the host socket (caller holds
+ * c->lock). Return: 0, or -errno of a fatal write error (the caller resets).
+ */
+int conn_flush(struct conn *c);
+
+/*
+ * conn_reset() - close @c because of an error or a guest RST (caller holds
+ * c->lock): out of the table, host fd shut down both ways, backlog dropped,
+ * state CLOSED; an RST is owed to the guest when @send_rst. Schedules the
+ * connection on its pump for retirement.
+ */
+void conn_reset(struct conn *c, bool send_rst);
+
+/* conn_schedule() - put @c on its pump's work list and wake the pump. */
+void conn_schedule(struct conn *c);
+
+/*
+ * conn_fill_hdr() - a header from the device to the guest for @c with @op,
+ * carrying our current credit (caller holds c->lock; g2h_fwd_told updated).
+ */
+void conn_fill_hdr(struct conn *c, struct virtio_vsock_hdr *h, uint16_t op, uint32_t flags,
+		   uint32_t len);
+
+/* conn_maybe_credit() - schedule a CREDIT_UPDATE when the guest's view got low. */
+void conn_maybe_credit(struct conn *c);
+
+#endif

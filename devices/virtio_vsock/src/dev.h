@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Device internals shared by the device glue (device.c), the control thread
+ * (dev_ctl.c), the connections (conn.c) and the RX pump (rx_pump.c).
+ *
+ * Threads (created by vsock_dev_start(), joined by stop/reset/destroy):
+ *   - one control thread: TX queue (guest to host), the kicks of all
+ *     queues, the uds_path listener and CONNECT lines;
+ *   - rx_threads pump threads: each owns a shard of connections in its own
+ *     epoll and sends every packet of those connections to the guest.
+ *
+ * Lock order (never take an earlier one while holding a later one):
+ *   conn->lock  ->  mux.lock, pump->lock, rxq_lock, raw_lock
+ */
+#ifndef SKIFF_VSOCK_DEV_H_INTERNAL
+#define SKIFF_VSOCK_DEV_H_INTERNAL
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "guest_mem.h"
+#include "muxer.h"
+#include "packet.h"
+#include "skiff/vsock_dev.h"
+#include "virtqueue.h"
+
+/* Defaults and limits (see README.md). */
+#define DEV_DEFAULT_MAX_CONNS 1024u
+#define DEV_DEFAULT_BUF (256u * 1024u)
+#define DEV_MAX_PUMPS 16u
+#define DEV_MAX_PENDING_CONNECT 64u /* host sockets still writing CONNECT */
+#define DEV_CONNECT_LINE_MAX 32u /* "CONNECT <port>\n" must fit */
+#define DEV_RAW_MAX 256u /* RSTs owed for packets of no connection */
+#define RX_SLOT_IOV 64u /* iovecs per RX chain */
+#define RX_BATCH 64u /* RX chains a pump reserves at once */
+#define TX_CHAIN_IOV 1024u
+
+/* One reserved RX chain. */
+struct rx_slot {
+	struct vq_chain c;
+	uint16_t pos; /* avail ring position it was popped from */
+	struct iovec iov[RX_SLOT_IOV];
+};
+
+struct pump {
+	struct vsock_dev *dev;
+	unsigned int id;
+	pthread_t thread;
+	bool running;
+	int epfd;
+	int wake_fd; /* eventfd: work queued, RX buffers, stop */
+
+	pthread_mutex_t lock; /* protects work, blocked, sleeping, starved */
+	struct conn *work_head, *work_tail; /* connections with something to do */
+	struct conn *blocked; /* waiting for RX buffers */
+	bool sleeping; /* in epoll_wait with nothing to do */
+	bool starved; /* found no RX buffer; waits for a kick */
+
+	/* Owned by the pump thread. */
+	struct rx_slot cache[RX_BATCH]; /* a ring: cache_n slots from cache_first */
+	unsigned int cache_first, cache_n;
+	struct vring_used_elem done[RX_BATCH * 2];
+	unsigned int done_n;
+	struct conn *zombies; /* retired, reference dropped at the next loop top */
+};
+
+struct dev_counters {
+	_Atomic uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes, kicks, irqs_sent, irqs_suppressed,
+		conn_resets, dropped_pkts, malformed_pkts, conns_opened, conns_closed, dev_resets;
+};
+
+/* A host socket still writing its CONNECT line (control thread only). */
+struct pending_connect {
+	int kind; /* SRC_PENDING */
+	int fd;
+	unsigned int len;
+	char buf[DEV_CONNECT_LINE_MAX];
+	struct pending_connect *next;
+};
+
+/* Tags of the control thread's epoll sources. */
+enum { SRC_WAKE, SRC_LISTEN, SRC_KICK_RX, SRC_KICK_TX, SRC_KICK_EVENT, SRC_PENDING };
+
+struct ctl_src {
+	int kind;
+};
+
+struct vsock_dev {
+	/* Set at create, then read-only. */
+	struct vsock_dev_config cfg; /* defaults filled in */
+	char uds_path[108];
+	int listen_fd;
+	uint64_t features_offered;
+
+	/* Control-call state (transport thread; threads stopped when written). */
+	uint64_t features;
+	struct guest_mem gm;
+	struct vsock_vring_config vring[VSOCK_VQ_NUM];
+	bool vring_set[VSOCK_VQ_NUM];
+	bool started;
+
+	struct vq txq; /* control thread only */
+	struct vq evq; /* control thread only */
+
+	pthread_mutex_t rxq_lock; /* protects rxq, pool, pool_n */
+	struct vq rxq;
+	struct rx_slot *pool; /* chains popped but unused, returned by idle pumps */
+	unsigned int pool_n, pool_cap;
+
+	pthread_mutex_t raw_lock; /* protects raw, raw_n */
+	struct virtio_vsock_hdr raw[DEV_RAW_MAX]; /* conn-less replies, host order */
+	unsigned int raw_n;
+
+	struct muxer mux;
+	unsigned int n_pumps;
+	struct pump *pumps;
+	unsigned int rx_batch; /* chains a pump reserves at once (<= RX_BATCH) */
+
+	/* Control thread. */
+	pthread_t ctl_thread;
+	bool ctl_running;
+	int ctl_epfd;
+	int ctl_wake_fd;
+	atomic_bool stopping;
+	struct ctl_src src_wake, src_listen, src_kick[VSOCK_VQ_NUM];
+	struct pending_connect *pending; /* control thread; drained on reset */
+	unsigned int n_pending;
+	uint32_t next_host_port; /* control thread */
+	bool tx_broken_warned; /* control thread */
+	struct vq_chain tx_chain;
+	struct iovec tx_iov[TX_CHAIN_IOV];
+	struct iovec tx_payload[TX_CHAIN_IOV];
+
+	struct dev_counters ctr;
+};
+
+#define CTR_ADD(dev, field, n) \
+	atomic_fetch_add_explicit(&(dev)->ctr.field, (n), memory_order_relaxed)
+
+static inline bool dev_has_feature(const struct vsock_dev *dev, unsigned int bit)
+{
+	return dev->features & (1ull << bit);
+}
+
+/* dev_signal() - raise the interrupt of queue @q (notify callback or call_fd). */
+void dev_signal(struct vsock_dev *dev, unsigned int q);
+
+/*
+ * dev_queue_raw() - owe the guest a conn-less packet (an RST answering a
+ * packet of no connection). @h in host order. Dropped (and counted) when
+ * DEV_RAW_MAX are already owed. Wakes pump 0.
+ */
+void dev_queue_raw(struct vsock_dev *dev, const struct virtio_vsock_hdr *h);
+
+/* dev_reply_rst() - dev_queue_raw() of an RST answering guest packet @h. */
+void dev_reply_rst(struct vsock_dev *dev, const struct virtio_vsock_hdr *h);
+
+/* rx_pump.c */
+int pump_start(struct vsock_dev *dev, struct pump *p);
+void pump_stop(struct pump *p);
+/* pump_wake() - make the pump look at its work list (thread safe). */
+void pump_wake(struct pump *p);
+/* pump_enqueue() - add @c to its pump's work list (takes a reference) and wake it. */
+void pump_enqueue(struct conn *c);
+/* pump_watch() - add @c's fd to its pump's epoll (takes the pump's reference). */
+int pump_watch(struct conn *c);
+/* pump_set_out() - add or remove EPOLLOUT interest for @c (caller holds c->lock). */
+void pump_set_out(struct conn *c, bool on);
+/* pump_rx_kicked() - the guest added RX buffers: wake starved pumps. */
+void pump_rx_kicked(struct vsock_dev *dev);
+/* rx_return_all() - give every unused reserved RX chain back (threads stopped). */
+void rx_return_all(struct vsock_dev *dev);
+
+/* dev_ctl.c */
+int ctl_start(struct vsock_dev *dev);
+void ctl_stop(struct vsock_dev *dev);
+void ctl_drop_pending(struct vsock_dev *dev);
+
+/* host_uds.c */
+#include "host_uds.h"
+
+#endif

@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The control thread: queue kicks, the TX queue (guest to host), and the
+ * host side's listener with its CONNECT lines. Everything here runs on that
+ * one thread, so dev->txq, dev->evq, dev->pending and dev->next_host_port
+ * need no lock.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "dev.h"
+#include "iov.h"
+
+#define TX_BUDGET 256 /* chains per turn before looking at other events */
+#define TX_USED_BATCH 64
+#define HOST_PORT_MIN (1u << 30)
+#define HOST_PORT_END (1u << 31)
+
+void dev_signal(struct vsock_dev *dev, unsigned int q)
+{
+	if (dev->cfg.notify) {
+		dev->cfg.notify(dev->cfg.notify_opaque, q);
+	} else if (dev->vring[q].call_fd >= 0) {
+		uint64_t one = 1;
+		ssize_t r = write(dev->vring[q].call_fd, &one, sizeof(one));
+
+		(void)r;
+	}
+}
+
+void dev_queue_raw(struct vsock_dev *dev, const struct virtio_vsock_hdr *h)
+{
+	bool queued = false;
+
+	pthread_mutex_lock(&dev->raw_lock);
+	if (dev->raw_n < DEV_RAW_MAX) {
+		dev->raw[dev->raw_n] = *h;
+		__atomic_store_n(&dev->raw_n, dev->raw_n + 1, __ATOMIC_RELAXED);
+		queued = true;
+	}
+	pthread_mutex_unlock(&dev->raw_lock);
+	if (queued)
+		pump_wake(&dev->pumps[0]);
+	else
+		CTR_ADD(dev, dropped_pkts, 1);
+}
+
+void dev_reply_rst(struct vsock_dev *dev, const struct virtio_vsock_hdr *in)
+{
+	struct virtio_vsock_hdr h = {
+		.src_cid = VSOCK_CID_HOST,
+		.dst_cid = dev->cfg.guest_cid,
+		.src_port = in->dst_port,
+		.dst_port = in->src_port,
+		.type = in->type,
+		.op = VIRTIO_VSOCK_OP_RST,
+	};
+
+	dev_queue_raw(dev, &h);
+}
+
+/* Guest REQUEST for a port nobody has a connection on: connect "<uds>_<port>". */
+static void guest_connect(struct vsock_dev *dev, const struct virtio_vsock_hdr *h)
+{
+	int type = h->type == VIRTIO_VSOCK_TYPE_SEQPACKET ? SOCK_SEQPACKET : SOCK_STREAM;
+	struct conn *c;
+	int fd;
+
+	if (__atomic_load_n(&dev->mux.count, __ATOMIC_RELAXED) >= dev->mux.max ||
+	    uds_connect_port(dev->uds_path, h->dst_port, type, &fd)) {
+		dev_reply_rst(dev, h);
+		return;
+	}
+	c = conn_new(dev, fd, h->type, h->dst_port, h->src_port, h);
+	if (!c) {
+		close(fd);
+		dev_reply_rst(dev, h);
+		return;
+	}
+	if (mux_insert(&dev->mux, c)) {
+		conn_put(c);
+		dev_reply_rst(dev, h);
+		return;
+	}
+	CTR_ADD(dev, conns_opened, 1);
+	pthread_mutex_lock(&c->lock);
+	if (pump_watch(c))
+		conn_reset(c, true);
+	else
+		conn_schedule(c);
+	pthread_mutex_unlock(&c->lock);
+	conn_put(c);
+}
+
+static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
+{
+	struct vsock_pkt pkt;
+	struct conn *c;
+	unsigned int n;
+	enum pkt_err e;
+
+	e = pkt_parse_tx(ch, dev->cfg.guest_cid, dev_has_feature(dev, VIRTIO_VSOCK_F_SEQPACKET),
+			 &pkt);
+	if (e != PKT_OK) {
+		CTR_ADD(dev, malformed_pkts, 1);
+		return;
+	}
+	n = iov_slice(ch->iov, ch->n_out, pkt.payload_off, pkt.hdr.len, dev->tx_payload,
+		      TX_CHAIN_IOV);
+	c = mux_lookup(&dev->mux, pkt.hdr.dst_port, pkt.hdr.src_port);
+	if (!c) {
+		if (pkt.hdr.op == VIRTIO_VSOCK_OP_REQUEST) {
+			guest_connect(dev, &pkt.hdr);
+		} else if (pkt.hdr.op != VIRTIO_VSOCK_OP_RST) {
+			CTR_ADD(dev, dropped_pkts, 1);
+			dev_reply_rst(dev, &pkt.hdr);
+		}
+		return;
+	}
+	conn_handle_tx(c, &pkt.hdr, dev->tx_payload, n);
+	conn_put(c);
+}
+
+static void tx_publish(struct vsock_dev *dev, struct vring_used_elem *used, unsigned int *n)
+{
+	if (!*n)
+		return;
+	vq_push_batch(&dev->txq, used, *n);
+	*n = 0;
+	if (vq_need_notify(&dev->txq)) {
+		CTR_ADD(dev, irqs_sent, 1);
+		dev_signal(dev, VSOCK_VQ_TX);
+	} else {
+		CTR_ADD(dev, irqs_suppressed, 1);
+	}
+}
+
+/* Process the TX queue. Return: true when chains are left (budget used up). */
+static bool process_tx(struct vsock_dev *dev)
+{
+	struct vring_used_elem used[TX_USED_BATCH];
+	unsigned int n_used = 0, budget = TX_BUDGET;
+	bool more = false;
+
+	vq_disable_notify(&dev->txq);
+	while (budget) {
+		int r;
+
+		dev->tx_chain.iov = dev->tx_iov;
+		dev->tx_chain.cap = TX_CHAIN_IOV;
+		r = vq_pop(&dev->txq, &dev->tx_chain);
+		if (r == 0) {
+			if (vq_enable_notify(&dev->txq))
+				continue;
+			break;
+		}
+		if (r == -EIO) {
+			if (!dev->tx_broken_warned)
+				fprintf(stderr,
+					"skiff-vsock: TX ring broken; stopped until reset\n");
+			dev->tx_broken_warned = true;
+			break;
+		}
+		budget--;
+		CTR_ADD(dev, tx_pkts, 1);
+		if (r < 0)
+			CTR_ADD(dev, malformed_pkts, 1);
+		else
+			handle_tx_chain(dev, &dev->tx_chain);
+		used[n_used].id = dev->tx_chain.head;
+		used[n_used].len = 0;
+		if (++n_used == TX_USED_BATCH)
+			tx_publish(dev, used, &n_used);
+	}
+	if (!budget)
+		more = true;
+	tx_publish(dev, used, &n_used);
+	return more;
+}
+
+/* ---- host-initiated connections ---- */
+
+static void pending_free(struct vsock_dev *dev, struct pending_connect *pc)
+{
+	struct pending_connect **pp;
+
+	for (pp = &dev->pending; *pp; pp = &(*pp)->next) {
+		if (*pp == pc) {
+			*pp = pc->next;
+			break;
+		}
+	}
+	if (pc->fd >= 0) {
+		epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, pc->fd, NULL);
+		close(pc->fd);
+	}
+	dev->n_pending--;
+	free(pc);
+}
+
+void ctl_drop_pending(struct vsock_dev *dev)
+{
+	while (dev->pending)
+		pending_free(dev, dev->pending);
+}
+
+static uint32_t alloc_host_port(struct vsock_dev *dev)
+{
+	unsigned int tries;
+
+	for (tries = 0; tries < 4096; tries++) {
+		uint32_t p = dev->next_host_port++;
+
+		if (dev->next_host_port >= HOST_PORT_END)
+			dev->next_host_port = HOST_PORT_MIN;
+		if (!mux_local_port_used(&dev->mux, p))
+			return p;
+	}
+	return 0;
+}
+
+static void host_connect(struct vsock_dev *dev, struct pending_connect *pc, uint32_t port,
+			 size_t consumed)
+{
+	int fd = pc->fd;
+	uint32_t local;
+	struct conn *c;
+
+	pc->fd = -1;
+	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, fd, NULL);
+	local = alloc_host_port(dev);
+	c = local ? conn_new(dev, fd, VIRTIO_VSOCK_TYPE_STREAM, local, port, NULL) : NULL;
+	if (!c) {
+		close(fd);
+		goto out;
+	}
+	c->prefix_len = pc->len - (uint32_t)consumed;
+	memcpy(c->prefix, pc->buf + consumed, c->prefix_len);
+	if (mux_insert(&dev->mux, c)) {
+		conn_put(c); /* at the cap: the host socket is closed without OK */
+		goto out;
+	}
+	CTR_ADD(dev, conns_opened, 1);
+	pthread_mutex_lock(&c->lock);
+	if (pump_watch(c))
+		conn_reset(c, false);
+	else
+		conn_schedule(c);
+	pthread_mutex_unlock(&c->lock);
+	conn_put(c);
+out:
+	pending_free(dev, pc);
+}
+
+static void handle_pending(struct vsock_dev *dev, struct pending_connect *pc)
+{
+	uint32_t port;
+	size_t consumed;
+	ssize_t r;
+	int ret;
+
+	r = read(pc->fd, pc->buf + pc->len, sizeof(pc->buf) - pc->len);
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0)
+		goto drop; /* closed mid-line, or an error */
+	pc->len += (unsigned int)r;
+	ret = uds_parse_connect(pc->buf, pc->len, sizeof(pc->buf), &port, &consumed);
+	if (ret == -EAGAIN)
+		return;
+	if (ret)
+		goto drop;
+	host_connect(dev, pc, port, consumed);
+	return;
+drop:
+	pending_free(dev, pc); /* closes: the host peer sees EOF, never OK */
+}
+
+static void accept_all(struct vsock_dev *dev)
+{
+	for (;;) {
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
+		struct pending_connect *pc;
+		int fd = accept4(dev->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0)
+			return;
+		if (dev->n_pending >= DEV_MAX_PENDING_CONNECT || !(pc = calloc(1, sizeof(*pc)))) {
+			close(fd);
+			continue;
+		}
+		pc->kind = SRC_PENDING;
+		pc->fd = fd;
+		ev.data.ptr = pc;
+		if (epoll_ctl(dev->ctl_epfd, EPOLL_CTL_ADD, fd, &ev)) {
+			close(fd);
+			free(pc);
+			continue;
+		}
+		pc->next = dev->pending;
+		dev->pending = pc;
+		dev->n_pending++;
+	}
+}
+
+static void drain_fd(int fd)
+{
+	uint64_t v;
+	ssize_t r = read(fd, &v, sizeof(v));
+
+	(void)r;
+}
+
+static void *ctl_main(void *arg)
+{
+	struct vsock_dev *dev = arg;
+	bool poll_mode = dev->vring[VSOCK_VQ_TX].kick_fd < 0 || dev->vring[VSOCK_VQ_RX].kick_fd < 0;
+	bool tx_more = true;
+	struct epoll_event ev[32];
+
+	while (!atomic_load(&dev->stopping)) {
+		int n, i, timeout = tx_more ? 0 : (poll_mode ? 1 : -1);
+
+		n = epoll_wait(dev->ctl_epfd, ev, 32, timeout);
+		if (atomic_load(&dev->stopping))
+			break;
+		for (i = 0; i < n; i++) {
+			struct ctl_src *src = ev[i].data.ptr;
+
+			switch (src->kind) {
+			case SRC_WAKE:
+				drain_fd(dev->ctl_wake_fd);
+				break;
+			case SRC_LISTEN:
+				accept_all(dev);
+				break;
+			case SRC_KICK_TX:
+				drain_fd(dev->vring[VSOCK_VQ_TX].kick_fd);
+				CTR_ADD(dev, kicks, 1);
+				tx_more = true;
+				break;
+			case SRC_KICK_RX:
+				drain_fd(dev->vring[VSOCK_VQ_RX].kick_fd);
+				CTR_ADD(dev, kicks, 1);
+				pump_rx_kicked(dev);
+				break;
+			case SRC_KICK_EVENT:
+				drain_fd(dev->vring[VSOCK_VQ_EVENT].kick_fd);
+				CTR_ADD(dev, kicks, 1);
+				break;
+			case SRC_PENDING:
+				handle_pending(dev, (struct pending_connect *)src);
+				break;
+			}
+		}
+		if (poll_mode) {
+			tx_more = true;
+			pump_rx_kicked(dev);
+		}
+		if (tx_more)
+			tx_more = process_tx(dev);
+	}
+	return NULL;
+}
+
+static int ctl_add(struct vsock_dev *dev, int fd, struct ctl_src *src, int kind)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = src };
+
+	src->kind = kind;
+	if (fd < 0)
+		return 0;
+	if (epoll_ctl(dev->ctl_epfd, EPOLL_CTL_ADD, fd, &ev) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int ctl_start(struct vsock_dev *dev)
+{
+	static const int kinds[VSOCK_VQ_NUM] = { SRC_KICK_RX, SRC_KICK_TX, SRC_KICK_EVENT };
+	unsigned int q;
+	int ret;
+
+	ret = ctl_add(dev, dev->listen_fd, &dev->src_listen, SRC_LISTEN);
+	for (q = 0; q < VSOCK_VQ_NUM && !ret; q++)
+		if (dev->vring_set[q])
+			ret = ctl_add(dev, dev->vring[q].kick_fd, &dev->src_kick[q], kinds[q]);
+	if (ret)
+		goto err;
+	ret = -pthread_create(&dev->ctl_thread, NULL, ctl_main, dev);
+	if (ret)
+		goto err;
+	dev->ctl_running = true;
+	return 0;
+err:
+	for (q = 0; q < VSOCK_VQ_NUM; q++)
+		if (dev->vring_set[q] && dev->vring[q].kick_fd >= 0)
+			epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->vring[q].kick_fd, NULL);
+	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->listen_fd, NULL);
+	return ret;
+}
+
+void ctl_stop(struct vsock_dev *dev)
+{
+	uint64_t one = 1;
+	unsigned int q;
+	ssize_t r;
+
+	if (!dev->ctl_running)
+		return;
+	r = write(dev->ctl_wake_fd, &one, sizeof(one));
+	(void)r;
+	pthread_join(dev->ctl_thread, NULL);
+	dev->ctl_running = false;
+	/* Kick fds belong to the transport and may change before the next start. */
+	for (q = 0; q < VSOCK_VQ_NUM; q++)
+		if (dev->vring_set[q] && dev->vring[q].kick_fd >= 0)
+			epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->vring[q].kick_fd, NULL);
+	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->listen_fd, NULL);
+}

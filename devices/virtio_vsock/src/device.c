@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: MIT
+/* Device glue: every function of skiff/vsock_dev.h. */
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "dev.h"
+
+static unsigned int default_threads(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 1)
+		n = 1;
+	if (n > 4)
+		n = 4;
+	return (unsigned int)n;
+}
+
+static int pump_init(struct vsock_dev *dev, struct pump *p, unsigned int id)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+
+	p->dev = dev;
+	p->id = id;
+	p->wake_fd = -1;
+	p->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (p->epfd < 0)
+		return -errno;
+	p->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (p->wake_fd < 0 || epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->wake_fd, &ev))
+		return -errno;
+	return -pthread_mutex_init(&p->lock, NULL);
+}
+
+static void pump_fini(struct pump *p)
+{
+	if (p->epfd >= 0)
+		close(p->epfd);
+	if (p->wake_fd >= 0)
+		close(p->wake_fd);
+	pthread_mutex_destroy(&p->lock);
+}
+
+int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct vsock_dev *dev;
+	unsigned int i;
+	int ret;
+
+	if (!cfg || !out || cfg->guest_cid < 3 || cfg->guest_cid >= 0xffffffffull ||
+	    !cfg->uds_path || !cfg->uds_path[0])
+		return -EINVAL;
+	if (strlen(cfg->uds_path) > UDS_PATH_MAX)
+		return -ENAMETOOLONG;
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return -ENOMEM;
+	dev->cfg = *cfg;
+	strcpy(dev->uds_path, cfg->uds_path);
+	dev->cfg.uds_path = dev->uds_path;
+	if (!dev->cfg.max_conns)
+		dev->cfg.max_conns = DEV_DEFAULT_MAX_CONNS;
+	if (!dev->cfg.conn_buf_size)
+		dev->cfg.conn_buf_size = DEV_DEFAULT_BUF;
+	if (!dev->cfg.rx_pkt_max || dev->cfg.rx_pkt_max > VIRTIO_VSOCK_MAX_PKT_BUF_SIZE)
+		dev->cfg.rx_pkt_max = VIRTIO_VSOCK_MAX_PKT_BUF_SIZE;
+	if (!dev->cfg.rx_threads)
+		dev->cfg.rx_threads = default_threads();
+	if (dev->cfg.rx_threads > DEV_MAX_PUMPS)
+		dev->cfg.rx_threads = DEV_MAX_PUMPS;
+	dev->n_pumps = dev->cfg.rx_threads;
+	dev->listen_fd = dev->ctl_epfd = dev->ctl_wake_fd = -1;
+	dev->next_host_port = 1u << 30;
+	dev->features_offered = (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX) |
+				(1ull << VIRTIO_RING_F_INDIRECT_DESC) |
+				(1ull << VIRTIO_VSOCK_F_STREAM) |
+				(1ull << VIRTIO_VSOCK_F_SEQPACKET);
+	if (cfg->mrg_rxbuf)
+		dev->features_offered |= 1ull << VIRTIO_VSOCK_F_MRG_RXBUF;
+	atomic_init(&dev->stopping, false);
+
+	ret = mux_init(&dev->mux, dev->cfg.max_conns);
+	if (ret)
+		goto err_free;
+	pthread_mutex_init(&dev->rxq_lock, NULL);
+	pthread_mutex_init(&dev->raw_lock, NULL);
+	dev->pool_cap = dev->n_pumps * RX_BATCH;
+	dev->pool = calloc(dev->pool_cap, sizeof(*dev->pool));
+	dev->pumps = calloc(dev->n_pumps, sizeof(*dev->pumps));
+	ret = -ENOMEM;
+	if (!dev->pool || !dev->pumps)
+		goto err;
+	for (i = 0; i < dev->n_pumps; i++)
+		dev->pumps[i].epfd = dev->pumps[i].wake_fd = -1;
+	for (i = 0; i < dev->n_pumps; i++) {
+		ret = pump_init(dev, &dev->pumps[i], i);
+		if (ret)
+			goto err;
+	}
+	dev->ctl_epfd = epoll_create1(EPOLL_CLOEXEC);
+	dev->ctl_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	dev->src_wake.kind = SRC_WAKE;
+	ev.data.ptr = &dev->src_wake;
+	if (dev->ctl_epfd < 0 || dev->ctl_wake_fd < 0 ||
+	    epoll_ctl(dev->ctl_epfd, EPOLL_CTL_ADD, dev->ctl_wake_fd, &ev)) {
+		ret = -errno;
+		goto err;
+	}
+	ret = uds_listen(dev->uds_path, &dev->listen_fd);
+	if (ret)
+		goto err;
+	*out = dev;
+	return 0;
+err:
+	if (dev->pumps)
+		for (i = 0; i < dev->n_pumps; i++)
+			if (dev->pumps[i].dev)
+				pump_fini(&dev->pumps[i]);
+	if (dev->ctl_epfd >= 0)
+		close(dev->ctl_epfd);
+	if (dev->ctl_wake_fd >= 0)
+		close(dev->ctl_wake_fd);
+	free(dev->pumps);
+	free(dev->pool);
+	pthread_mutex_destroy(&dev->rxq_lock);
+	pthread_mutex_destroy(&dev->raw_lock);
+	mux_fini(&dev->mux);
+err_free:
+	free(dev);
+	return ret;
+}
+
+uint64_t vsock_dev_features(const struct vsock_dev *dev)
+{
+	return dev->features_offered;
+}
+
+int vsock_dev_read_config(const struct vsock_dev *dev, uint32_t offset, void *buf, uint32_t len)
+{
+	struct virtio_vsock_config c = { .guest_cid = htole64(dev->cfg.guest_cid) };
+
+	if (offset > sizeof(c) || len > sizeof(c) - offset)
+		return -EINVAL;
+	memcpy(buf, (const uint8_t *)&c + offset, len);
+	return 0;
+}
+
+int vsock_dev_set_features(struct vsock_dev *dev, uint64_t features)
+{
+	if (dev->started)
+		return -EBUSY;
+	if ((features & ~dev->features_offered) || !(features & (1ull << VIRTIO_F_VERSION_1)))
+		return -EINVAL;
+	dev->features = features;
+	return 0;
+}
+
+/* Stop the threads; remember where each queue stands for the next start. */
+static void dev_pause(struct vsock_dev *dev)
+{
+	unsigned int i;
+
+	if (!dev->started)
+		return;
+	atomic_store(&dev->stopping, true);
+	ctl_stop(dev);
+	for (i = 0; i < dev->n_pumps; i++)
+		pump_stop(&dev->pumps[i]);
+	rx_return_all(dev);
+	dev->vring[VSOCK_VQ_RX].last_avail_idx = dev->rxq.last_avail;
+	dev->vring[VSOCK_VQ_TX].last_avail_idx = dev->txq.last_avail;
+	dev->vring[VSOCK_VQ_EVENT].last_avail_idx = dev->evq.last_avail;
+	dev->started = false;
+}
+
+static int dev_resume(struct vsock_dev *dev)
+{
+	unsigned int i;
+	int ret;
+
+	if (!dev->gm.n || !(dev->features & (1ull << VIRTIO_F_VERSION_1)) ||
+	    !dev->vring_set[VSOCK_VQ_RX] || !dev->vring_set[VSOCK_VQ_TX])
+		return -EINVAL;
+	if (vq_setup(&dev->rxq, &dev->gm, &dev->vring[VSOCK_VQ_RX], dev->features) ||
+	    vq_setup(&dev->txq, &dev->gm, &dev->vring[VSOCK_VQ_TX], dev->features))
+		return -EINVAL;
+	memset(&dev->evq, 0, sizeof(dev->evq));
+	if (dev->vring_set[VSOCK_VQ_EVENT] &&
+	    vq_setup(&dev->evq, &dev->gm, &dev->vring[VSOCK_VQ_EVENT], dev->features))
+		return -EINVAL;
+	dev->rx_batch = dev->rxq.num / (2 * dev->n_pumps);
+	if (dev->rx_batch < 4)
+		dev->rx_batch = 4;
+	if (dev->rx_batch > RX_BATCH)
+		dev->rx_batch = RX_BATCH;
+	dev->tx_broken_warned = false;
+	atomic_store(&dev->stopping, false);
+	for (i = 0; i < dev->n_pumps; i++) {
+		ret = pump_start(dev, &dev->pumps[i]);
+		if (ret)
+			goto err;
+	}
+	ret = ctl_start(dev);
+	if (ret)
+		goto err;
+	dev->started = true;
+	return 0;
+err:
+	atomic_store(&dev->stopping, true);
+	for (i = 0; i < dev->n_pumps; i++)
+		pump_stop(&dev->pumps[i]);
+	return ret;
+}
+
+int vsock_dev_set_mem(struct vsock_dev *dev, const struct vsock_mem_region *regions, unsigned int n)
+{
+	struct guest_mem gm;
+	bool was = dev->started;
+	int ret;
+
+	ret = gm_set(&gm, regions, n);
+	if (ret)
+		return ret;
+	dev_pause(dev);
+	dev->gm = gm;
+	if (was)
+		return dev_resume(dev);
+	return 0;
+}
+
+int vsock_dev_set_vring(struct vsock_dev *dev, unsigned int q,
+			const struct vsock_vring_config *vring)
+{
+	struct vq probe;
+
+	if (q >= VSOCK_VQ_NUM || !vring)
+		return -EINVAL;
+	if (dev->started)
+		return -EBUSY;
+	if (!vring->num || vring->num > VQ_MAX_SIZE || (vring->num & (vring->num - 1)) ||
+	    (vring->desc_gpa & 15) || (vring->avail_gpa & 1) || (vring->used_gpa & 3))
+		return -EINVAL;
+	if (dev->gm.n && vq_setup(&probe, &dev->gm, vring, dev->features))
+		return -EINVAL;
+	dev->vring[q] = *vring;
+	dev->vring_set[q] = true;
+	return 0;
+}
+
+int vsock_dev_start(struct vsock_dev *dev)
+{
+	if (dev->started)
+		return -EALREADY;
+	return dev_resume(dev);
+}
+
+int vsock_dev_stop(struct vsock_dev *dev, uint16_t last_avail[VSOCK_VQ_NUM])
+{
+	unsigned int q;
+
+	dev_pause(dev);
+	if (last_avail)
+		for (q = 0; q < VSOCK_VQ_NUM; q++)
+			last_avail[q] = dev->vring[q].last_avail_idx;
+	return 0;
+}
+
+/* Drop one connection for good (threads stopped). Consumes one reference. */
+static void forget_conn(struct conn *c, void *opaque)
+{
+	struct vsock_dev *dev = opaque;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->state != CONN_CLOSED)
+		CTR_ADD(dev, conns_closed, 1);
+	c->state = CONN_CLOSED;
+	c->pending = 0;
+	if (!c->retired && c->fd >= 0 && c->pump) {
+		epoll_ctl(c->pump->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		c->retired = true;
+		pthread_mutex_unlock(&c->lock);
+		conn_put(c); /* the pump's ownership reference */
+	} else {
+		pthread_mutex_unlock(&c->lock);
+	}
+	conn_put(c);
+}
+
+static void drop_list(struct vsock_dev *dev, struct conn *list)
+{
+	while (list) {
+		struct conn *c = list;
+
+		list = c->work_next;
+		c->on_work = false;
+		conn_get(c); /* forget_conn consumes one; the list's is dropped below */
+		forget_conn(c, dev);
+		conn_put(c);
+	}
+}
+
+/* Close every connection and every host socket but the listener (threads stopped). */
+static void dev_clear(struct vsock_dev *dev)
+{
+	unsigned int i;
+	int fd;
+
+	mux_drain(&dev->mux, forget_conn, dev);
+	for (i = 0; i < dev->n_pumps; i++) {
+		struct pump *p = &dev->pumps[i];
+
+		drop_list(dev, p->work_head);
+		drop_list(dev, p->blocked);
+		p->work_head = p->work_tail = p->blocked = NULL;
+		p->starved = false;
+		p->cache_n = p->cache_first = 0;
+		p->done_n = 0;
+	}
+	ctl_drop_pending(dev);
+	/* Host clients still in the listen backlog were CONNECTs pending: drop them. */
+	while ((fd = accept4(dev->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0)
+		close(fd);
+	dev->raw_n = 0;
+	dev->pool_n = 0;
+}
+
+int vsock_dev_reset(struct vsock_dev *dev)
+{
+	dev_pause(dev);
+	dev_clear(dev);
+	dev->features = 0;
+	memset(dev->vring_set, 0, sizeof(dev->vring_set));
+	memset(dev->vring, 0, sizeof(dev->vring));
+	memset(&dev->rxq, 0, sizeof(dev->rxq));
+	memset(&dev->txq, 0, sizeof(dev->txq));
+	memset(&dev->evq, 0, sizeof(dev->evq));
+	memset(&dev->gm, 0, sizeof(dev->gm));
+	CTR_ADD(dev, dev_resets, 1);
+	return 0;
+}
+
+void vsock_dev_destroy(struct vsock_dev *dev)
+{
+	unsigned int i;
+
+	if (!dev)
+		return;
+	dev_pause(dev);
+	dev_clear(dev);
+	for (i = 0; i < dev->n_pumps; i++)
+		pump_fini(&dev->pumps[i]);
+	close(dev->listen_fd);
+	unlink(dev->uds_path);
+	close(dev->ctl_epfd);
+	close(dev->ctl_wake_fd);
+	free(dev->pumps);
+	free(dev->pool);
+	pthread_mutex_destroy(&dev->rxq_lock);
+	pthread_mutex_destroy(&dev->raw_lock);
+	mux_fini(&dev->mux);
+	free(dev);
+}
+
+void vsock_dev_get_counters(const struct vsock_dev *dev, struct vsock_dev_counters *o)
+{
+	const struct dev_counters *c = &dev->ctr;
+
+	o->tx_pkts = atomic_load(&c->tx_pkts);
+	o->tx_bytes = atomic_load(&c->tx_bytes);
+	o->rx_pkts = atomic_load(&c->rx_pkts);
+	o->rx_bytes = atomic_load(&c->rx_bytes);
+	o->kicks = atomic_load(&c->kicks);
+	o->irqs_sent = atomic_load(&c->irqs_sent);
+	o->irqs_suppressed = atomic_load(&c->irqs_suppressed);
+	o->conn_resets = atomic_load(&c->conn_resets);
+	o->dropped_pkts = atomic_load(&c->dropped_pkts);
+	o->malformed_pkts = atomic_load(&c->malformed_pkts);
+	o->conns_opened = atomic_load(&c->conns_opened);
+	o->conns_closed = atomic_load(&c->conns_closed);
+	o->dev_resets = atomic_load(&c->dev_resets);
+}

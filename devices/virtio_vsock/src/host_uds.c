@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+#include "host_uds.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static int fill_addr(struct sockaddr_un *sa, const char *path)
+{
+	size_t n = strlen(path);
+
+	if (!n)
+		return -EINVAL;
+	if (n >= sizeof(sa->sun_path))
+		return -ENAMETOOLONG;
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	memcpy(sa->sun_path, path, n + 1);
+	return 0;
+}
+
+/* Is somebody listening on @sa? 1 yes, 0 no (stale), -errno when unsure. */
+static int probe_live(const struct sockaddr_un *sa)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
+	if (!ret || errno == EAGAIN)
+		ret = 1;
+	else if (errno == ECONNREFUSED)
+		ret = 0;
+	else
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+int uds_listen(const char *path, int *out)
+{
+	struct sockaddr_un sa;
+	struct stat st;
+	int fd, ret;
+
+	if (strlen(path) > UDS_PATH_MAX)
+		return -ENAMETOOLONG;
+	ret = fill_addr(&sa, path);
+	if (ret)
+		return ret;
+	if (!lstat(path, &st)) {
+		if (!S_ISSOCK(st.st_mode))
+			return -EADDRINUSE;
+		ret = probe_live(&sa);
+		if (ret)
+			return ret > 0 ? -EADDRINUSE : ret;
+		if (unlink(path) && errno != ENOENT)
+			return -errno;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 128)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	*out = fd;
+	return 0;
+}
+
+int uds_parse_connect(const char *buf, size_t len, size_t max, uint32_t *port, size_t *consumed)
+{
+	static const char kw[] = "CONNECT ";
+	const size_t kwlen = sizeof(kw) - 1;
+	uint64_t v = 0;
+	size_t i, ndig = 0;
+
+	for (i = 0; i < len && i < max; i++) {
+		char ch = buf[i];
+
+		if (i < kwlen) {
+			if (ch != kw[i])
+				return -EINVAL;
+			continue;
+		}
+		if (ch == '\n') {
+			if (!ndig)
+				return -EINVAL;
+			*port = (uint32_t)v;
+			*consumed = i + 1;
+			return 0;
+		}
+		if (ch < '0' || ch > '9' || ++ndig > 10)
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(ch - '0');
+		if (v > UINT32_MAX)
+			return -EINVAL;
+	}
+	return len >= max ? -EINVAL : -EAGAIN;
+}
+
+int uds_connect_port(const char *path, uint32_t port, int type, int *out)
+{
+	struct sockaddr_un sa;
+	char full[sizeof(sa.sun_path) + 16];
+	int fd, ret;
+
+	snprintf(full, sizeof(full), "%s_%u", path, port);
+	ret = fill_addr(&sa, full);
+	if (ret)
+		return ret;
+	fd = socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		ret = -errno;
+		close(fd);
+		return ret == -EINPROGRESS ? -EAGAIN : ret;
+	}
+	*out = fd;
+	return 0;
+}
+
+size_t uds_format_ok(char *buf, uint32_t port)
+{
+	return (size_t)snprintf(buf, 16, "OK %u\n", port);
+}

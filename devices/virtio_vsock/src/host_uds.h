@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host side: Firecracker-compatible hybrid Unix sockets.
+ *   - host-initiated: the host app connects to uds_path and writes
+ *     "CONNECT <port>\n"; the device answers "OK <local port>\n" once the
+ *     guest accepted;
+ *   - guest-initiated to port P: the device connects to "<uds_path>_<P>".
+ */
+#ifndef SKIFF_VSOCK_HOST_UDS_H
+#define SKIFF_VSOCK_HOST_UDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest uds_path: room for "_4294967295" and the NUL in sun_path (108). */
+#define UDS_PATH_MAX (108u - 12u)
+
+/*
+ * uds_listen() - bind and listen (SOCK_STREAM, non-blocking, close-on-exec)
+ * on @path. A socket file nobody listens on (connect gets ECONNREFUSED) is
+ * a stale one from an earlier run and is replaced.
+ * Return: 0 with *fd set; -ENAMETOOLONG; -EADDRINUSE when a live listener
+ * answers at @path or @path exists and is not a socket; other -errno from
+ * socket(2), bind(2), listen(2).
+ */
+int uds_listen(const char *path, int *fd);
+
+/*
+ * uds_parse_connect() - parse a host CONNECT line at the start of @buf.
+ * Grammar: "CONNECT" SP 1*10DIGIT LF, the number <= 4294967295.
+ * Return: 0 with *port and *consumed (bytes up to and including LF); -EAGAIN
+ * when @buf is a valid prefix shorter than @max without LF yet; -EINVAL when
+ * malformed (wrong keyword, non-digit, too many digits, out of range, no LF
+ * within @max bytes).
+ */
+int uds_parse_connect(const char *buf, size_t len, size_t max, uint32_t *port, size_t *consumed);
+
+/*
+ * uds_connect_port() - non-blocking connect to "<path>_<port>" with socket
+ * type @type (SOCK_STREAM or SOCK_SEQPACKET).
+ * On Linux an AF_UNIX connect completes at once or fails: no listener
+ * (-ENOENT / -ECONNREFUSED) and a full backlog (-EAGAIN, a listener that
+ * does not accept) are all refusals.
+ * Return: 0 with *fd (non-blocking, close-on-exec); -errno.
+ */
+int uds_connect_port(const char *path, uint32_t port, int type, int *fd);
+
+/* uds_format_ok() - "OK <port>\n" into @buf (>= 16 bytes). Return: its length. */
+size_t uds_format_ok(char *buf, uint32_t port);
+
+#endif

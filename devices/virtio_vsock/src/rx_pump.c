@@ -1,0 +1,788 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The RX pump (host to guest): dev->n_pumps threads, each owning a shard of
+ * connections in its own epoll. A pump reserves RX descriptor chains in
+ * batches under dev->rxq_lock, reads from host sockets straight into them
+ * (readv onto the chains' writable iovecs, no bounce buffer for streams),
+ * and publishes the used entries and one interrupt per batch.
+ *
+ * Per connection the pump sends, in order: RST, REQUEST, RESPONSE,
+ * CREDIT_UPDATE, data, SHUTDOWN; control packets therefore never wait
+ * behind bulk data of their connection, and a connection gets at most
+ * PUMP_BUDGET packets before the others get their turn.
+ *
+ * When the RX queue has no buffers the pump marks itself starved and stops
+ * reading host sockets until the guest kicks the RX queue (or another pump
+ * returns chains): no spinning. Host sockets are watched edge-triggered; a
+ * connection with unread data stays on the work list instead.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "dev.h"
+#include "iov.h"
+
+#define PUMP_BUDGET 16 /* packets per connection per turn */
+#define PKT_IOV 256 /* iovecs of one RX packet */
+#define PKT_MAX_CHAINS 64 /* chains of one mergeable packet */
+
+enum serve_result { SERVE_DONE, SERVE_REQUEUE, SERVE_BLOCKED };
+
+void pump_wake(struct pump *p)
+{
+	uint64_t one = 1;
+	ssize_t r = write(p->wake_fd, &one, sizeof(one));
+
+	(void)r; /* EAGAIN: the counter is already non-zero, the pump will wake */
+}
+
+static void list_append(struct pump *p, struct conn *c)
+{
+	c->work_next = NULL;
+	if (p->work_tail)
+		p->work_tail->work_next = c;
+	else
+		p->work_head = c;
+	p->work_tail = c;
+}
+
+void pump_enqueue(struct conn *c)
+{
+	struct pump *p = c->pump;
+	bool wake = false;
+
+	pthread_mutex_lock(&p->lock);
+	if (!c->on_work) {
+		conn_get(c);
+		c->on_work = true;
+		list_append(p, c);
+		wake = p->sleeping;
+		p->sleeping = false;
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (wake)
+		pump_wake(p);
+}
+
+int pump_watch(struct conn *c)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = c };
+
+	if (epoll_ctl(c->pump->epfd, EPOLL_CTL_ADD, c->fd, &ev))
+		return -errno;
+	conn_get(c); /* the pump's ownership reference */
+	return 0;
+}
+
+void pump_set_out(struct conn *c, bool on)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = c };
+
+	if (c->retired || c->out_armed == on)
+		return;
+	if (on)
+		ev.events |= EPOLLOUT;
+	if (!epoll_ctl(c->pump->epfd, EPOLL_CTL_MOD, c->fd, &ev))
+		c->out_armed = on;
+}
+
+/* Unstarve every starved pump (RX kick, or chains returned to the pool). */
+void pump_rx_kicked(struct vsock_dev *dev)
+{
+	unsigned int i;
+
+	for (i = 0; i < dev->n_pumps; i++) {
+		struct pump *p = &dev->pumps[i];
+		bool wake = false;
+
+		pthread_mutex_lock(&p->lock);
+		if (p->starved) {
+			p->starved = false;
+			while (p->blocked) {
+				struct conn *c = p->blocked;
+
+				p->blocked = c->work_next;
+				list_append(p, c);
+			}
+			wake = true;
+			p->sleeping = false;
+		}
+		pthread_mutex_unlock(&p->lock);
+		if (wake)
+			pump_wake(p);
+	}
+}
+
+/* ---- RX chain reservation ---- */
+
+static struct rx_slot *cache_slot(struct pump *p, unsigned int i)
+{
+	return &p->cache[i % RX_BATCH];
+}
+
+/* Move one slot's chain, fixing its iov pointer. */
+static void slot_copy(struct rx_slot *dst, const struct rx_slot *src)
+{
+	unsigned int n = src->c.n_out + src->c.n_in;
+
+	dst->c = src->c;
+	dst->pos = src->pos;
+	memcpy(dst->iov, src->iov, n * sizeof(struct iovec));
+	dst->c.iov = dst->iov;
+	dst->c.cap = RX_SLOT_IOV;
+}
+
+/*
+ * Top the cache up to @want chains, from the pool first, then the ring.
+ * Malformed chains are returned to the guest at once (length 0). Caller does
+ * not hold rxq_lock.
+ */
+static void cache_topup(struct pump *p, unsigned int want)
+{
+	struct vsock_dev *dev = p->dev;
+	bool signal = false;
+
+	if (want > RX_BATCH)
+		want = RX_BATCH;
+	pthread_mutex_lock(&dev->rxq_lock);
+	while (p->cache_n < want) {
+		struct rx_slot *s = cache_slot(p, p->cache_first + p->cache_n);
+		int r;
+
+		if (dev->pool_n) {
+			slot_copy(s, &dev->pool[--dev->pool_n]);
+			p->cache_n++;
+			continue;
+		}
+		s->c.iov = s->iov;
+		s->c.cap = RX_SLOT_IOV;
+		s->pos = dev->rxq.last_avail;
+		r = vq_pop(&dev->rxq, &s->c);
+		if (r == 1 && !s->c.n_out) {
+			p->cache_n++;
+			continue;
+		}
+		if (r == 1 || r == -EINVAL || r == -E2BIG) {
+			/* Readable RX descriptors, or a bad chain: give it back empty. */
+			CTR_ADD(dev, malformed_pkts, 1);
+			vq_push(&dev->rxq, s->c.head, 0);
+			signal = true;
+			continue;
+		}
+		if (r == 0 && !p->cache_n && vq_enable_notify(&dev->rxq))
+			continue;
+		break; /* empty, or broken ring */
+	}
+	if (signal)
+		signal = vq_need_notify(&dev->rxq);
+	pthread_mutex_unlock(&dev->rxq_lock);
+	if (signal) {
+		CTR_ADD(dev, irqs_sent, 1);
+		dev_signal(dev, VSOCK_VQ_RX);
+	}
+}
+
+/* The @i-th reserved chain, reserving more if needed; NULL when none. */
+static struct rx_slot *slot_get(struct pump *p, unsigned int i)
+{
+	if (i >= p->cache_n)
+		cache_topup(p, i + 1 > p->dev->rx_batch ? i + 1 : p->dev->rx_batch);
+	return i < p->cache_n ? cache_slot(p, p->cache_first + i) : NULL;
+}
+
+static void slots_consume(struct pump *p, unsigned int k)
+{
+	p->cache_first = (p->cache_first + k) % RX_BATCH;
+	p->cache_n -= k;
+}
+
+/* Give unused reserved chains to the pool (the pump is going idle). */
+static void cache_return(struct pump *p)
+{
+	struct vsock_dev *dev = p->dev;
+	bool any = p->cache_n;
+
+	if (!any)
+		return;
+	pthread_mutex_lock(&dev->rxq_lock);
+	while (p->cache_n && dev->pool_n < dev->pool_cap) {
+		slot_copy(&dev->pool[dev->pool_n++], cache_slot(p, p->cache_first));
+		slots_consume(p, 1);
+	}
+	pthread_mutex_unlock(&dev->rxq_lock);
+	pump_rx_kicked(dev);
+}
+
+/* Publish the used entries of this batch, then at most one interrupt. */
+static void done_flush(struct pump *p)
+{
+	struct vsock_dev *dev = p->dev;
+	bool notify;
+
+	if (!p->done_n)
+		return;
+	pthread_mutex_lock(&dev->rxq_lock);
+	vq_push_batch(&dev->rxq, p->done, p->done_n);
+	notify = vq_need_notify(&dev->rxq);
+	pthread_mutex_unlock(&dev->rxq_lock);
+	p->done_n = 0;
+	if (notify) {
+		CTR_ADD(dev, irqs_sent, 1);
+		dev_signal(dev, VSOCK_VQ_RX);
+	} else {
+		CTR_ADD(dev, irqs_suppressed, 1);
+	}
+}
+
+static void done_add(struct pump *p, uint16_t head, uint32_t len)
+{
+	p->done[p->done_n].id = head;
+	p->done[p->done_n].len = len;
+	p->done_n++;
+}
+
+static uint32_t hdr_len(const struct vsock_dev *dev)
+{
+	return dev_has_feature(dev, VIRTIO_VSOCK_F_MRG_RXBUF) ? VSOCK_MRG_HDR_LEN : VSOCK_HDR_LEN;
+}
+
+/*
+ * The first usable chain for a packet: skips (returns empty) chains too
+ * short for the header. Return: NULL when the RX queue is out of buffers.
+ */
+static struct rx_slot *first_slot(struct pump *p)
+{
+	struct rx_slot *s;
+
+	if (p->done_n + PKT_MAX_CHAINS > RX_BATCH * 2)
+		done_flush(p);
+	while ((s = slot_get(p, 0)) && s->c.in_len < hdr_len(p->dev)) {
+		CTR_ADD(p->dev, malformed_pkts, 1);
+		done_add(p, s->c.head, 0);
+		slots_consume(p, 1);
+	}
+	return s;
+}
+
+/* Write header @h (host order) at the start of chain @s, plus num_buffers. */
+static void put_hdr(struct pump *p, struct rx_slot *s, struct virtio_vsock_hdr *h,
+		    uint16_t num_buffers)
+{
+	struct virtio_vsock_mrg_hdr m;
+
+	m.hdr = *h;
+	pkt_hdr_to_le(&m.hdr);
+	m.num_buffers = htole16(num_buffers);
+	iov_write(s->c.iov + s->c.n_out, s->c.n_in, 0, &m, hdr_len(p->dev));
+}
+
+/* Send a header-only packet. Return: 0, or -EAGAIN when out of RX buffers. */
+static int emit_hdr(struct pump *p, struct virtio_vsock_hdr *h)
+{
+	struct rx_slot *s = first_slot(p);
+
+	if (!s)
+		return -EAGAIN;
+	put_hdr(p, s, h, 1);
+	done_add(p, s->c.head, hdr_len(p->dev));
+	slots_consume(p, 1);
+	CTR_ADD(p->dev, rx_pkts, 1);
+	if (h->op == VIRTIO_VSOCK_OP_RST)
+		CTR_ADD(p->dev, conn_resets, 1);
+	return 0;
+}
+
+static int emit_ctl(struct pump *p, struct conn *c, uint16_t op, uint32_t flags)
+{
+	struct virtio_vsock_hdr h;
+	uint32_t told = c->g2h_fwd_told;
+	int ret;
+
+	conn_fill_hdr(c, &h, op, flags, 0);
+	ret = emit_hdr(p, &h);
+	if (ret)
+		c->g2h_fwd_told = told;
+	return ret;
+}
+
+/* Host EOF on @c: owe the guest a SHUTDOWN once the data before it went out. */
+static void host_eof(struct conn *c)
+{
+	c->host_eof = true;
+	c->host_readable = false;
+	c->shut_to_send = VIRTIO_VSOCK_SHUTDOWN_SEND;
+	if (c->host_hup)
+		c->shut_to_send |= VIRTIO_VSOCK_SHUTDOWN_RCV;
+	c->pending |= PEND_SHUTDOWN;
+}
+
+static bool peer_gone(int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLRDHUP };
+
+	return poll(&pf, 1, 0) == 1 && (pf.revents & (POLLRDHUP | POLLHUP));
+}
+
+/*
+ * SEQPACKET: make sure one whole host message sits in c->msg.
+ * Return: 1 ready; 0 nothing to read (or EOF handled); -errno to reset.
+ */
+static int seq_fetch(struct conn *c)
+{
+	uint32_t cap = c->buf_alloc > 65536 ? c->buf_alloc : 65536;
+	ssize_t n;
+
+	if (c->msg_valid)
+		return 1;
+	n = recv(c->fd, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EINTR) {
+			c->host_readable = errno == EINTR;
+			return 0;
+		}
+		return -errno;
+	}
+	if (!n && peer_gone(c->fd)) {
+		host_eof(c);
+		return 0;
+	}
+	if ((size_t)n > cap)
+		return -EMSGSIZE;
+	if (!c->msg && !(c->msg = malloc(cap)))
+		return -ENOMEM;
+	n = recv(c->fd, c->msg, cap, MSG_DONTWAIT);
+	if (n < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	c->msg_len = (uint32_t)n;
+	c->msg_off = 0;
+	c->msg_valid = true;
+	return 1;
+}
+
+/*
+ * Send one RW packet of @c. Sources, in order: the bytes that followed the
+ * CONNECT line, a buffered SEQPACKET message, the host socket (read in
+ * place). Return: 0 sent or nothing to send now; -EAGAIN out of RX buffers.
+ */
+static int emit_rw(struct pump *p, struct conn *c)
+{
+	struct vsock_dev *dev = p->dev;
+	bool mrg = dev_has_feature(dev, VIRTIO_VSOCK_F_MRG_RXBUF);
+	uint32_t hl = hdr_len(dev), want, space, n, left, flags = 0;
+	struct iovec iov[PKT_IOV];
+	unsigned int niov = 0, k, i;
+	const uint8_t *mem = NULL;
+	struct virtio_vsock_hdr h;
+	struct rx_slot *s;
+	ssize_t r;
+
+	want = conn_credit_avail(c);
+	if (want > dev->cfg.rx_pkt_max)
+		want = dev->cfg.rx_pkt_max;
+	if (c->prefix_off < c->prefix_len) {
+		mem = c->prefix + c->prefix_off;
+		if (want > c->prefix_len - c->prefix_off)
+			want = c->prefix_len - c->prefix_off;
+	} else if (c->type == VIRTIO_VSOCK_TYPE_SEQPACKET) {
+		int ret = seq_fetch(c);
+
+		if (ret < 0) {
+			conn_reset(c, true);
+			return 0;
+		}
+		if (!ret)
+			return 0;
+		mem = c->msg + c->msg_off;
+		if (want >= c->msg_len - c->msg_off) {
+			want = c->msg_len - c->msg_off;
+			flags = VIRTIO_VSOCK_SEQ_EOM;
+		}
+	}
+	s = first_slot(p);
+	if (!s)
+		return -EAGAIN;
+	space = s->c.in_len - hl;
+	if (space > want)
+		space = want;
+	niov = iov_slice(s->c.iov + s->c.n_out, s->c.n_in, hl, space, iov, PKT_IOV);
+	for (k = 1; mrg && space < want && k < PKT_MAX_CHAINS && niov < PKT_IOV; k++) {
+		struct rx_slot *t = slot_get(p, k);
+		uint32_t add;
+
+		if (!t)
+			break;
+		add = t->c.in_len < want - space ? t->c.in_len : want - space;
+		niov += iov_slice(t->c.iov + t->c.n_out, t->c.n_in, 0, add, iov + niov,
+				  PKT_IOV - niov);
+		space += add;
+	}
+	space = iov_bytes(iov, niov);
+	if (!space && (want || !mem)) {
+		/* Room for the header only: this chain cannot carry data. */
+		CTR_ADD(dev, malformed_pkts, 1);
+		done_add(p, s->c.head, 0);
+		slots_consume(p, 1);
+		return 0;
+	}
+	if (mem && space < want) {
+		/* The packet will not hold the rest: a SEQPACKET fragment. */
+		flags = 0;
+		want = space;
+	}
+	if (mem) {
+		n = (uint32_t)iov_write(iov, niov, 0, mem, want);
+	} else {
+		do
+			r = readv(c->fd, iov, (int)niov);
+		while (r < 0 && errno == EINTR);
+		if (r < 0) {
+			if (errno == EAGAIN) {
+				c->host_readable = false;
+				return 0;
+			}
+			conn_reset(c, true);
+			return 0;
+		}
+		if (!r) {
+			if (space)
+				host_eof(c);
+			return 0;
+		}
+		n = (uint32_t)r;
+		if (n < space)
+			c->host_readable = false; /* a short stream read drained the socket */
+	}
+	if (!n && !(flags & VIRTIO_VSOCK_SEQ_EOM))
+		return 0;
+	/* Used entries: the first chain holds the header, then payload in order. */
+	left = n;
+	for (i = 0;; i++) {
+		struct rx_slot *t = cache_slot(p, p->cache_first + i);
+		uint32_t room = i ? t->c.in_len : t->c.in_len - hl;
+		uint32_t put = left < room ? left : room;
+
+		done_add(p, t->c.head, put + (i ? 0 : hl));
+		left -= put;
+		if (!left)
+			break;
+	}
+	conn_fill_hdr(c, &h, VIRTIO_VSOCK_OP_RW, flags, n);
+	put_hdr(p, s, &h, (uint16_t)(i + 1));
+	slots_consume(p, i + 1);
+	c->h2g_sent += n;
+	if (mem == c->prefix + c->prefix_off) {
+		c->prefix_off += n;
+	} else if (mem) {
+		c->msg_off += n;
+		if (flags & VIRTIO_VSOCK_SEQ_EOM)
+			c->msg_valid = false;
+	}
+	CTR_ADD(dev, rx_pkts, 1);
+	CTR_ADD(dev, rx_bytes, n);
+	return 0;
+}
+
+static bool data_ready(const struct conn *c)
+{
+	if (c->state != CONN_ESTABLISHED || (c->local_shut & VIRTIO_VSOCK_SHUTDOWN_SEND) ||
+	    (c->peer_shut & VIRTIO_VSOCK_SHUTDOWN_RCV) || !conn_credit_avail(c))
+		return false;
+	return c->prefix_off < c->prefix_len || c->msg_valid || (c->host_readable && !c->host_eof);
+}
+
+/* Take @c out of the pump's epoll; its reference is dropped at the next loop top. */
+static void retire(struct pump *p, struct conn *c)
+{
+	if (c->retired)
+		return;
+	epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	c->retired = true;
+	c->work_next = p->zombies;
+	p->zombies = c;
+}
+
+static enum serve_result serve(struct pump *p, struct conn *c)
+{
+	enum serve_result res = SERVE_DONE;
+	int budget = PUMP_BUDGET, ret = 0;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->retired)
+		goto out;
+	if (c->want_flush) {
+		c->want_flush = false;
+		if (c->state == CONN_ESTABLISHED && conn_flush(c))
+			conn_reset(c, true);
+	}
+	while (budget > 0) {
+		if (p->starved && (c->pending || data_ready(c))) {
+			res = SERVE_BLOCKED;
+			break;
+		}
+		if (c->pending & PEND_RST) {
+			ret = emit_ctl(p, c, VIRTIO_VSOCK_OP_RST, 0);
+			if (!ret)
+				c->pending = 0;
+		} else if (c->state == CONN_CLOSED) {
+			break;
+		} else if (c->pending & PEND_REQUEST) {
+			ret = emit_ctl(p, c, VIRTIO_VSOCK_OP_REQUEST, 0);
+			if (!ret)
+				c->pending &= ~PEND_REQUEST;
+		} else if (c->state == CONN_HOST_CONNECTING) {
+			break;
+		} else if (c->pending & PEND_RESPONSE) {
+			ret = emit_ctl(p, c, VIRTIO_VSOCK_OP_RESPONSE, 0);
+			if (!ret)
+				c->pending &= ~PEND_RESPONSE;
+		} else if (c->pending & PEND_CREDIT) {
+			ret = emit_ctl(p, c, VIRTIO_VSOCK_OP_CREDIT_UPDATE, 0);
+			if (!ret)
+				c->pending &= ~PEND_CREDIT;
+		} else if (data_ready(c)) {
+			ret = emit_rw(p, c);
+		} else if (c->pending & PEND_SHUTDOWN) {
+			ret = emit_ctl(p, c, VIRTIO_VSOCK_OP_SHUTDOWN, c->shut_to_send);
+			if (!ret) {
+				c->pending &= ~PEND_SHUTDOWN;
+				c->local_shut |= c->shut_to_send;
+			}
+		} else {
+			break;
+		}
+		if (ret == -EAGAIN) {
+			pthread_mutex_lock(&p->lock);
+			p->starved = true;
+			pthread_mutex_unlock(&p->lock);
+			/* Re-check after asking for a kick: buffers may have come. */
+			if (slot_get(p, 0)) {
+				pthread_mutex_lock(&p->lock);
+				p->starved = false;
+				pthread_mutex_unlock(&p->lock);
+				continue;
+			}
+			res = SERVE_BLOCKED;
+			break;
+		}
+		budget--;
+	}
+	if (!budget)
+		res = SERVE_REQUEUE;
+	if (c->state == CONN_CLOSED && !(c->pending & PEND_RST))
+		retire(p, c);
+out:
+	pthread_mutex_unlock(&c->lock);
+	return res;
+}
+
+/* Pump 0 also sends the RSTs owed for packets of no connection. */
+static bool serve_raw(struct pump *p)
+{
+	struct vsock_dev *dev = p->dev;
+
+	for (;;) {
+		struct virtio_vsock_hdr h;
+
+		if (p->starved)
+			return false;
+		pthread_mutex_lock(&dev->raw_lock);
+		if (!dev->raw_n) {
+			pthread_mutex_unlock(&dev->raw_lock);
+			return true;
+		}
+		h = dev->raw[0];
+		pthread_mutex_unlock(&dev->raw_lock);
+		if (emit_hdr(p, &h)) {
+			pthread_mutex_lock(&p->lock);
+			p->starved = true;
+			pthread_mutex_unlock(&p->lock);
+			if (slot_get(p, 0)) {
+				pthread_mutex_lock(&p->lock);
+				p->starved = false;
+				pthread_mutex_unlock(&p->lock);
+				continue;
+			}
+			return false;
+		}
+		pthread_mutex_lock(&dev->raw_lock);
+		memmove(&dev->raw[0], &dev->raw[1], (dev->raw_n - 1) * sizeof(dev->raw[0]));
+		dev->raw_n--;
+		pthread_mutex_unlock(&dev->raw_lock);
+	}
+}
+
+static void free_zombies(struct pump *p)
+{
+	while (p->zombies) {
+		struct conn *c = p->zombies;
+
+		p->zombies = c->work_next;
+		conn_put(c);
+	}
+}
+
+static void handle_event(struct pump *p, const struct epoll_event *ev)
+{
+	struct conn *c = ev->data.ptr;
+
+	if (!c) {
+		uint64_t v;
+		ssize_t r = read(p->wake_fd, &v, sizeof(v));
+
+		(void)r;
+		return;
+	}
+	pthread_mutex_lock(&c->lock);
+	if (!c->retired) {
+		if (ev->events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+			c->host_readable = true;
+		if (ev->events & EPOLLHUP)
+			c->host_hup = true;
+		if (ev->events & EPOLLOUT)
+			c->want_flush = true;
+	}
+	pthread_mutex_unlock(&c->lock);
+	pump_enqueue(c);
+}
+
+static void *pump_main(void *arg)
+{
+	struct pump *p = arg;
+	struct vsock_dev *dev = p->dev;
+	struct epoll_event ev[64];
+
+	while (!atomic_load(&dev->stopping)) {
+		struct conn *list;
+		bool idle, raw;
+		int n, i;
+
+		free_zombies(p);
+		raw = p->id == 0 && __atomic_load_n(&dev->raw_n, __ATOMIC_RELAXED);
+		pthread_mutex_lock(&p->lock);
+		idle = !p->work_head && !(raw && !p->starved);
+		pthread_mutex_unlock(&p->lock);
+		if (idle) {
+			done_flush(p);
+			cache_return(p);
+			pthread_mutex_lock(&p->lock);
+			idle = !p->work_head;
+			p->sleeping = idle;
+			pthread_mutex_unlock(&p->lock);
+		}
+		n = epoll_wait(p->epfd, ev, 64, idle ? -1 : 0);
+		pthread_mutex_lock(&p->lock);
+		p->sleeping = false;
+		pthread_mutex_unlock(&p->lock);
+		for (i = 0; i < n; i++)
+			handle_event(p, &ev[i]);
+		if (atomic_load(&dev->stopping))
+			break;
+
+		pthread_mutex_lock(&p->lock);
+		list = p->work_head;
+		p->work_head = p->work_tail = NULL;
+		pthread_mutex_unlock(&p->lock);
+		while (list) {
+			struct conn *c = list;
+			enum serve_result res;
+
+			list = c->work_next;
+			pthread_mutex_lock(&p->lock);
+			c->on_work = false;
+			pthread_mutex_unlock(&p->lock);
+			res = serve(p, c);
+			if (res == SERVE_REQUEUE) {
+				pump_enqueue(c);
+			} else if (res == SERVE_BLOCKED) {
+				pthread_mutex_lock(&p->lock);
+				if (!c->on_work) {
+					conn_get(c);
+					c->on_work = true;
+					c->work_next = p->blocked;
+					p->blocked = c;
+				}
+				pthread_mutex_unlock(&p->lock);
+			}
+			conn_put(c);
+		}
+		if (p->id == 0)
+			serve_raw(p);
+		done_flush(p);
+	}
+	done_flush(p);
+	cache_return(p);
+	return NULL;
+}
+
+int pump_start(struct vsock_dev *dev, struct pump *p)
+{
+	int ret = -pthread_create(&p->thread, NULL, pump_main, p);
+
+	p->running = !ret;
+	return ret;
+}
+
+void pump_stop(struct pump *p)
+{
+	if (!p->running)
+		return;
+	pump_wake(p);
+	pthread_join(p->thread, NULL);
+	p->running = false;
+	free_zombies(p);
+}
+
+static int cmp_pos(const void *a, const void *b)
+{
+	const struct rx_slot *x = a, *y = b;
+
+	return (int)x->pos - (int)y->pos;
+}
+
+void rx_return_all(struct vsock_dev *dev)
+{
+	unsigned int i, k;
+	bool rewind = true, signal;
+	uint16_t last = dev->rxq.last_avail;
+
+	for (i = 0; i < dev->n_pumps; i++) {
+		struct pump *p = &dev->pumps[i];
+
+		while (p->cache_n && dev->pool_n < dev->pool_cap) {
+			slot_copy(&dev->pool[dev->pool_n++], cache_slot(p, p->cache_first));
+			slots_consume(p, 1);
+		}
+	}
+	if (!dev->pool_n || !dev->rxq.num)
+		return;
+	/*
+	 * If the unused chains are exactly the last ones popped, un-pop them;
+	 * otherwise return them to the driver empty.
+	 */
+	for (k = 0; k < dev->pool_n; k++)
+		dev->pool[k].pos = (uint16_t)(dev->pool[k].pos - (uint16_t)(last - dev->pool_n));
+	qsort(dev->pool, dev->pool_n, sizeof(dev->pool[0]), cmp_pos);
+	for (k = 0; k < dev->pool_n; k++)
+		if (dev->pool[k].pos != k)
+			rewind = false;
+	if (rewind) {
+		dev->rxq.last_avail = (uint16_t)(last - dev->pool_n);
+		dev->pool_n = 0;
+		return;
+	}
+	for (k = 0; k < dev->pool_n; k++)
+		vq_push(&dev->rxq, dev->pool[k].c.head, 0);
+	dev->pool_n = 0;
+	signal = vq_need_notify(&dev->rxq);
+	if (signal) {
+		CTR_ADD(dev, irqs_sent, 1);
+		dev_signal(dev, VSOCK_VQ_RX);
+	}
+}
