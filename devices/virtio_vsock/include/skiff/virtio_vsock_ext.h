@@ -1,13 +1,13 @@
-/* SPDX-License-Identifier: (GPL-2.0 OR MIT) */
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR MIT) */
 /*
  * Experimental virtio-vsock ABI shared by the skiff device and the patched
  * Linux guest driver. None of this is in the virtio 1.2 specification.
  *
  * This one file is used unchanged on both sides: the device includes it
- * from skiff/vsock_abi.h, and the kernel patch series adds it as
- * include/uapi/linux/virtio_vsock_ext.h, included from
- * include/uapi/linux/virtio_vsock.h. Include it only after
- * struct virtio_vsock_hdr has been defined; both of those headers do so.
+ * from skiff/vsock_abi.h, and the guest kernel has it as the uapi header
+ * <linux/virtio_vsock_ext.h>, included at the end of <linux/virtio_vsock.h>.
+ * Include it only after struct virtio_vsock_hdr has been defined, as both
+ * of those headers do.
  *
  * All multi-byte fields are little endian.
  */
