@@ -1,0 +1,416 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""End-to-end vsock tests: a real Linux guest <-> skiff-vsock (vhost-user) <-> host Unix sockets.
+
+The guest is user-mode Linux (virtio_uml) or a QEMU TCG microvm (vhost-user-vsock-device).
+One boot runs every case: the guest's /init fetches its plan (a shell script) from the host
+over vsock port 999 and runs it; each case is `vsock-tool` in the guest
+(tests/guest-programs) against `uds-peer` on the host (this directory), and both print a
+summary line that this script compares (bytes, message counts, FNV-1a of the payload; the
+receiving side also checks the byte pattern itself). A case that reboots the guest gets a
+second plan on the next boot.
+
+Usage: guest_e2e.py --vmm uml|qemu [--kernel PATH | --variant baseline|patched]
+                    --skiff-vsock BIN --vsock-tool BIN --uds-peer BIN --mkcpio PY
+                    [--mrg-rxbuf on|off] [--set full|smoke] [--verbose] [--keep]
+Without --kernel, the image comes from scripts/build-kernels.sh --print-path (CI builds the
+kernels before ctest, so a missing image is a failure, not a skip).
+Exit status 0 when every case passed, 1 otherwise, 77 when skipped (SKIFF_SKIP_GUESTS=1).
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+PLAN_PORT = 999
+GUEST_CID = 3
+MiB = 1 << 20
+
+
+def kv(line):
+    return dict(t.split("=", 1) for t in line.split() if "=" in t)
+
+
+class Case:
+    """One guest command, the host peer run against it, and the check of both summaries."""
+
+    def __init__(self, name, guest, host=None, host_when="boot", check=None, boot=1):
+        self.name, self.guest, self.host, self.host_when = name, guest, host, host_when
+        self.check, self.boot = check, boot
+        self.guest_sum = None  # VSOCK-TOOL summary (dict)
+        self.guest_rc = None
+        self.host_sum = None  # UDS-PEER summary (dict)
+        self.host_proc = None
+        self.port = None
+        self.error = None
+
+
+def same(a, b, what):
+    if a != b:
+        return f"{what}: {a} != {b}"
+    return None
+
+
+def check_g2h(c, g, h, n):
+    for err in (same(g.get("status"), "ok", "guest status"), same(h.get("status"), "ok", "host status"),
+                same(int(g["sent"]), n, "guest sent"), same(int(h["received"]), n, "host received"),
+                same(g["send_fnv"], h["recv_fnv"], "guest send_fnv vs host recv_fnv")):
+        if err:
+            return err
+    return None
+
+
+def check_h2g(c, g, h, n):
+    for err in (same(g.get("status"), "ok", "guest status"), same(h.get("status"), "ok", "host status"),
+                same(int(h["sent"]), n, "host sent"), same(int(g["received"]), n, "guest received"),
+                same(h["send_fnv"], g["recv_fnv"], "host send_fnv vs guest recv_fnv")):
+        if err:
+            return err
+    return None
+
+
+def check_both(c, g, h, n_g2h, n_h2g):
+    return check_g2h(c, g, h, n_g2h) or (
+        same(int(h["sent"]), n_h2g, "host sent") or same(int(g["received"]), n_h2g, "guest received")
+        or same(h["send_fnv"], g["recv_fnv"], "host send_fnv vs guest recv_fnv"))
+
+
+def check_seqpacket(c, g, h, msgs, nbytes):
+    return (check_both(c, g, h, nbytes, nbytes) or same(int(g["msgs_sent"]), msgs, "guest msgs_sent")
+            or same(int(h["msgs_received"]), msgs, "host msgs_received")
+            or same(int(g["msgs_received"]), msgs, "guest msgs_received"))
+
+
+def check_refused(c, g, h):
+    if g.get("status") != "ok" or g.get("got") != "ECONNRESET":
+        return f"guest: expected ECONNRESET, got {g.get('got')} (status {g.get('status')})"
+    ms = int(g["connect_ns_max"]) / 1e6
+    if ms > 2000:
+        return f"ECONNRESET took {ms:.0f} ms (want < 2000 ms)"
+    return None
+
+
+def check_reboot(c, g, h, n):
+    # The guest rebooted with the connections open: the host saw each end (EOF or RST)
+    # after receiving everything that was sent.
+    err = same(h.get("status"), "ok", "host status") or same(int(h["received"]), n, "host received")
+    if err:
+        return err
+    if g is not None:
+        return same(g["send_fnv"], h["recv_fnv"], "guest send_fnv vs host recv_fnv")
+    return None
+
+
+def seq_bytes(sizes, msgs):
+    return sum(sizes[k % len(sizes)] for k in range(msgs))
+
+
+def make_cases(full, vmm):
+    cases = []
+    big = 64 * MiB if full else 4 * MiB
+    conns = 32 if full else 4
+    per = 1 * MiB
+    add = cases.append
+    add(Case("g2h_stream", f"vsock-tool connect 2:5001 --send {big}",
+             ["listen", "5001", "--recv"], check=lambda c, g, h: check_g2h(c, g, h, big)))
+    add(Case("h2g_stream", f"vsock-tool listen 5002 --recv {big} --peer-seed 7",
+             ["connect", "5002", "--send", str(big), "--seed", "7"], host_when="listening",
+             check=lambda c, g, h: check_h2g(c, g, h, big)))
+    add(Case("g2h_conns", f"vsock-tool connect 2:5003 --conns {conns} --send {per}",
+             ["listen", "5003", "--recv", "--conns", str(conns)],
+             check=lambda c, g, h: check_g2h(c, g, h, conns * per)))
+    add(Case("h2g_conns", f"vsock-tool listen 5004 --conns {conns} --recv {per} --peer-seed 9",
+             ["connect", "5004", "--conns", str(conns), "--send", str(per), "--seed", "9"],
+             host_when="listening", check=lambda c, g, h: check_h2g(c, g, h, conns * per)))
+    sizes = [1, 17, 4096, 4097, 65536, 3000, 100]
+    msgs = 200
+    sz = ",".join(map(str, sizes))
+    nb = seq_bytes(sizes, msgs)
+    add(Case("seqpacket", f"vsock-tool connect 2:5005 --type seqpacket --send {msgs} --recv {msgs} "
+             f"--msg-sizes {sz} --peer-seed 5",
+             ["listen", "5005", "--type", "seqpacket", "--recv", "--send", str(msgs), "--msg-sizes", sz,
+              "--seed", "5"], check=lambda c, g, h: check_seqpacket(c, g, h, msgs, nb)))
+    add(Case("no_listener", "vsock-tool connect 2:5006 --expect-error ECONNRESET",
+             None, check=lambda c, g, h: check_refused(c, g, h)))
+    add(Case("halfclose_guest_first",
+             f"vsock-tool connect 2:5007 --send {per} --shut-wr --recv {per} --order send-first --peer-seed 3",
+             ["listen", "5007", "--recv", "--order", "recv-first", "--send", str(per), "--seed", "3"],
+             check=lambda c, g, h: check_both(c, g, h, per, per)))
+    add(Case("halfclose_host_first",
+             f"vsock-tool listen 5008 --recv {per} --peer-seed 4 --order recv-first --send {per} --seed 14 "
+             f"--shut-wr",
+             ["connect", "5008", "--send", str(per), "--seed", "4", "--order", "send-first", "--recv"],
+             host_when="listening", check=lambda c, g, h: check_both(c, g, h, per, per)))
+    if full:
+        add(Case("reboot_live_conns", "vsock-tool connect 2:5009 --conns 4 --send 65536 --reboot",
+                 ["listen", "5009", "--recv", "--conns", "4", "--allow-reset"],
+                 check=lambda c, g, h: check_reboot(c, g, h, 4 * 65536)))
+        add(Case("after_reboot", f"vsock-tool connect 2:5010 --send {per}",
+                 ["listen", "5010", "--recv"], boot=2, check=lambda c, g, h: check_g2h(c, g, h, per)))
+    return cases
+
+
+INIT = """#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev 2>/dev/null
+echo E2E-BOOT
+if vsock-tool fetch 2:{port} > /plan.sh; then
+	sh /plan.sh
+else
+	echo "E2E-PLAN-FETCH-FAILED"
+fi
+echo E2E-DONE
+{halt}
+"""
+
+
+def plan_script(cases, boot):
+    lines = ['run() { n=$1; shift; echo "CASE-BEGIN $n"; "$@"; echo "CASE-END $n rc=$?"; }']
+    for c in cases:
+        if c.boot == boot:
+            lines.append(f"run {c.name} {c.guest}")
+    return "\n".join(lines) + "\n"
+
+
+class Runner:
+    def __init__(self, a):
+        self.a = a
+        self.work = tempfile.mkdtemp(prefix="skiff-e2e-", dir="/tmp")
+        self.vsock_sock = os.path.join(self.work, "vu.sock")
+        self.uds = os.path.join(self.work, "h.sock")
+        self.cases = make_cases(a.set == "full", a.vmm)
+        self.lock = threading.Lock()
+        self.current = None
+        self.boots = 0
+        self.console = []
+        self.done = threading.Event()
+        self.procs = []
+
+    def log(self, msg):
+        print(f"guest_e2e: {msg}", flush=True)
+
+    # -- host side -------------------------------------------------------
+    def start_host(self, c):
+        argv = [self.a.uds_peer, c.host[0], self.uds] + c.host[1:] + ["--timeout", str(self.a.timeout)]
+        c.host_proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.procs.append(c.host_proc)
+        if c.host[0] == "listen":
+            line = c.host_proc.stdout.readline()
+            if not line.startswith("UDS-PEER-LISTENING"):
+                raise RuntimeError(f"{c.name}: uds-peer did not listen: {line.strip()}")
+
+    def finish_host(self, c, timeout):
+        if c.host_proc is None:
+            return
+        try:
+            out, _ = c.host_proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            c.host_proc.kill()
+            out, _ = c.host_proc.communicate()
+        for line in out.splitlines():
+            if line.startswith("UDS-PEER "):
+                c.host_sum = kv(line)
+
+    def plan_server(self):
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(f"{self.uds}_{PLAN_PORT}")
+        srv.listen(4)
+        srv.settimeout(0.5)
+        while not self.done.is_set():
+            try:
+                conn, _ = srv.accept()
+            except socket.timeout:
+                continue
+            with self.lock:
+                self.boots += 1
+                boot = self.boots
+            conn.sendall(plan_script(self.cases, boot).encode())
+            conn.close()
+        srv.close()
+
+    # -- guest console -----------------------------------------------------
+    def on_line(self, line):
+        self.console.append(line)
+        if self.a.verbose:
+            print(f"  | {line}", flush=True)
+        m = re.match(r"CASE-BEGIN (\S+)", line)
+        if m:
+            self.current = next((c for c in self.cases if c.name == m.group(1)), None)
+            return
+        m = re.match(r"CASE-END (\S+) rc=(\d+)", line)
+        if m and self.current:
+            self.current.guest_rc = int(m.group(2))
+            self.current = None
+            return
+        m = re.match(r"VSOCK-TOOL-LISTENING port=(\d+)", line)
+        if m:
+            for c in self.cases:
+                if c.host and c.host_when == "listening" and c.host[1] == m.group(1) and not c.host_proc:
+                    self.start_host(c)
+            return
+        if line.startswith("VSOCK-TOOL ") and self.current:
+            self.current.guest_sum = kv(line)
+
+    def vm_argv(self, initrd):
+        a = self.a
+        if a.vmm == "uml":
+            return [a.kernel, "mem=256M", f"initrd={initrd}", f"virtio_uml.device={self.vsock_sock}:19",
+                    "con=null", "con0=null,fd:1", "quiet", "loglevel=4"]
+        return ["qemu-system-x86_64", "-M", "microvm,acpi=off,memory-backend=mem", "-m", "256M",
+                "-object", "memory-backend-memfd,id=mem,size=256M,share=on",
+                "-chardev", f"socket,id=c0,path={self.vsock_sock}",
+                "-device", "vhost-user-vsock-device,chardev=c0",
+                "-kernel", a.kernel, "-initrd", initrd, "-append", "console=ttyS0 quiet loglevel=4",
+                "-nographic", "-no-reboot", "-nodefaults", "-serial", "stdio"]
+
+    def build_initrd(self):
+        init = os.path.join(self.work, "init")
+        halt = "poweroff -f" if self.a.vmm == "uml" else "reboot -f"
+        with open(init, "w") as f:
+            f.write(INIT.format(port=PLAN_PORT, halt=halt))
+        spec = os.path.join(self.work, "initrd.spec")
+        with open(spec, "w") as f:
+            f.write("dir /bin 755 0 0\ndir /dev 755 0 0\ndir /proc 755 0 0\ndir /sys 755 0 0\n"
+                    "dir /tmp 1777 0 0\nnod /dev/console 600 0 0 c 5 1\nnod /dev/null 666 0 0 c 1 3\n"
+                    f"file /bin/busybox {self.a.busybox} 755 0 0\nslink /bin/sh busybox 777 0 0\n"
+                    f"file /bin/vsock-tool {self.a.vsock_tool} 755 0 0\nfile /init {init} 755 0 0\n")
+        out = os.path.join(self.work, "initrd.cpio")
+        subprocess.run([sys.executable, self.a.mkcpio, spec, out], check=True)
+        return out
+
+    def run(self):
+        a = self.a
+        t0 = time.monotonic()
+        dev = subprocess.Popen([a.skiff_vsock, "--socket", self.vsock_sock, "--cid", str(GUEST_CID),
+                                "--uds", self.uds, "--mrg-rxbuf", a.mrg_rxbuf],
+                               stderr=open(os.path.join(self.work, "skiff-vsock.log"), "w"))
+        self.procs.append(dev)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(self.vsock_sock):
+            if dev.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("skiff-vsock did not come up: " + self.tail("skiff-vsock.log"))
+            time.sleep(0.02)
+        threading.Thread(target=self.plan_server, daemon=True).start()
+        for c in self.cases:
+            if c.host and c.host_when == "boot":
+                self.start_host(c)
+        initrd = self.build_initrd()
+        vm = subprocess.Popen(self.vm_argv(initrd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, errors="replace")
+        self.procs.append(vm)
+        timer = threading.Timer(a.timeout, vm.kill)
+        timer.start()
+        for line in vm.stdout:
+            self.on_line(line.rstrip("\r\n"))
+        vm.wait()
+        timer.cancel()
+        t_guest = time.monotonic() - t0
+        self.done.set()
+        for c in self.cases:
+            self.finish_host(c, timeout=30)
+        # The backend outlives the guest(s) and exits cleanly on SIGTERM.
+        alive = dev.poll() is None
+        dev.send_signal(signal.SIGTERM)
+        try:
+            rc = dev.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            dev.kill()
+            rc = "hung"
+        leftovers = [p for p in (self.vsock_sock, self.uds) if os.path.exists(p)]
+        return self.report(alive, rc, leftovers, t_guest)
+
+    def tail(self, name, n=15):
+        try:
+            with open(os.path.join(self.work, name)) as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+    def report(self, alive, rc, leftovers, t_guest):
+        failed = 0
+        boots = self.boots
+        for c in self.cases:
+            if c.guest_sum is None and c.name != "reboot_live_conns":
+                c.error = "guest printed no VSOCK-TOOL summary (case did not run?)"
+            elif c.host and c.host_sum is None:
+                c.error = "host uds-peer printed no summary"
+            else:
+                try:
+                    c.error = c.check(c, c.guest_sum, c.host_sum or {})
+                except (KeyError, ValueError) as e:
+                    c.error = f"summary field missing: {e}"
+            print(f"{'PASS' if not c.error else 'FAIL'} {self.a.vmm} {self.a.variant} mrg={self.a.mrg_rxbuf} {c.name}"
+                  + (f": {c.error}" if c.error else ""))
+            if c.error:
+                failed += 1
+                print(f"    guest: {c.guest_sum}\n    host:  {c.host_sum}")
+        if not alive or rc != 0 or leftovers:
+            failed += 1
+            print(f"FAIL skiff-vsock: alive after guest={alive} exit on SIGTERM={rc} leftovers={leftovers}")
+        want_boots = 2 if any(c.boot == 2 for c in self.cases) else 1
+        if boots != want_boots:
+            failed += 1
+            print(f"FAIL guest fetched {boots} plans, expected {want_boots} (boots)")
+        print(f"guest_e2e: {len(self.cases) - sum(1 for c in self.cases if c.error)}/{len(self.cases)} cases "
+              f"passed, {boots} boot(s), {t_guest:.1f} s")
+        if failed:
+            print("--- guest console (last 40 lines) ---\n" + "\n".join(self.console[-40:]))
+            print("--- skiff-vsock log ---\n" + self.tail("skiff-vsock.log", 30))
+        return 1 if failed else 0
+
+    def cleanup(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if not self.a.keep:
+            shutil.rmtree(self.work, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--vmm", choices=["uml", "qemu"], required=True)
+    ap.add_argument("--kernel", help="kernel image; default: from scripts/build-kernels.sh --print-path")
+    ap.add_argument("--variant", choices=["baseline", "patched"], default="baseline")
+    ap.add_argument("--skiff-vsock", required=True)
+    ap.add_argument("--vsock-tool", required=True)
+    ap.add_argument("--uds-peer", required=True)
+    ap.add_argument("--mkcpio", required=True)
+    ap.add_argument("--busybox", default="/bin/busybox")
+    ap.add_argument("--mrg-rxbuf", choices=["on", "off"], default="on")
+    ap.add_argument("--set", choices=["full", "smoke"], default="full")
+    ap.add_argument("--timeout", type=int, default=240)
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--verbose", action="store_true", help="echo the guest console")
+    a = ap.parse_args()
+    if os.environ.get("SKIFF_SKIP_GUESTS") == "1":
+        print("guest_e2e: skipped (SKIFF_SKIP_GUESTS=1)")
+        return 77
+    if not a.kernel:
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../scripts/build-kernels.sh")
+        arch, f = ("um", "linux") if a.vmm == "uml" else ("x86_64", "bzImage")
+        a.kernel = subprocess.run([script, "--print-path", a.variant, arch, f], stdout=subprocess.PIPE,
+                                  text=True).stdout.strip()
+    for what, p in (("kernel", a.kernel), ("skiff-vsock", a.skiff_vsock), ("vsock-tool", a.vsock_tool),
+                    ("uds-peer", a.uds_peer), ("busybox", a.busybox)):
+        if not os.path.exists(p):
+            print(f"guest_e2e: FAIL: {what} missing at {p} (kernels: scripts/build-kernels.sh)")
+            return 1
+    r = Runner(a)
+    try:
+        return r.run()
+    finally:
+        r.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

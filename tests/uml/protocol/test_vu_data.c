@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Data through the whole vhost-user path, without a VM: the simulated
+ * driver (tests/support) plays the guest, its device calls are relayed as
+ * vhost-user requests (relay_dev.c) to skiff-vsock's backend serving the
+ * real device model in a server thread, and host peers use the hybrid Unix
+ * sockets. Also: the frontend dies mid-transfer, a new one attaches.
+ */
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "host_peer.h"
+#include "relay_dev.h"
+#include "sim_driver.h"
+#include "skiff/vhost_user.h"
+
+#define TMO 20000 /* ms: generous, for a loaded 2-core machine */
+#define CID 5
+
+static struct vsock_dev *dev;
+static struct vu_backend *vb;
+static struct sim_drv *drv;
+static char uds[100], vsock_path[100];
+static int listen_fd = -1, stop_fd = -1, serve_ret;
+static pthread_t server;
+
+static void *server_main(void *p)
+{
+	serve_ret = vu_server_serve(listen_fd, vb, stop_fd);
+	return NULL;
+}
+
+static void start_all(bool mrg)
+{
+	struct vsock_dev_config cfg = { .guest_cid = CID, .mrg_rxbuf = mrg, .rx_threads = 2 };
+	struct sim_drv_config dc = { .guest_cid = CID };
+
+	hp_tmp_path(uds, sizeof(uds), "vud");
+	hp_tmp_path(vsock_path, sizeof(vsock_path), "vus");
+	cfg.uds_path = uds;
+	ck_assert_int_eq(vsock_dev_create(&cfg, &dev), 0);
+	ck_assert_int_eq(vu_backend_create(dev, false, &vb), 0);
+	ck_assert_int_eq(vu_server_listen(vsock_path, &listen_fd), 0);
+	stop_fd = eventfd(0, EFD_CLOEXEC);
+	ck_assert_int_ge(stop_fd, 0);
+	ck_assert_int_eq(pthread_create(&server, NULL, server_main, NULL), 0);
+	ck_assert_int_eq(sim_drv_create(&dc, &drv), 0);
+	ck_assert_int_eq(relay_connect(vsock_path), 0);
+	ck_assert_int_eq(sim_drv_attach(drv, relay_dev()), 0);
+	ck_assert_uint_eq(!!(sim_drv_features(drv) & (1ull << VIRTIO_VSOCK_F_MRG_RXBUF)), mrg);
+}
+
+static void check_driver_clean(void)
+{
+	struct sim_drv_stats st;
+	char err[256];
+
+	sim_drv_get_stats(drv, &st);
+	sim_drv_last_error(drv, err, sizeof(err));
+	ck_assert_msg(st.proto_errors == 0 && st.credit_violations == 0, "driver saw: %s", err);
+	ck_assert_uint_eq(relay_nacks(), 0);
+}
+
+static void stop_all(void)
+{
+	uint64_t one = 1;
+
+	relay_disconnect();
+	ck_assert_int_eq(write(stop_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	ck_assert_int_eq(pthread_join(server, NULL), 0);
+	ck_assert_int_eq(serve_ret, 0);
+	sim_drv_reset(drv);
+	sim_drv_destroy(drv);
+	vu_backend_destroy(vb);
+	vsock_dev_destroy(dev);
+	close(listen_fd);
+	close(stop_fd);
+	unlink(vsock_path);
+}
+
+/* A host peer's half of a transfer, in its own thread. */
+struct host_io {
+	int fd;
+	uint8_t *buf;
+	size_t len;
+	ssize_t ret;
+};
+
+static void *host_read_main(void *p)
+{
+	struct host_io *io = p;
+
+	io->ret = hp_read_full(io->fd, io->buf, io->len, TMO);
+	return NULL;
+}
+
+static void *host_write_main(void *p)
+{
+	struct host_io *io = p;
+
+	io->ret = hp_write_all(io->fd, io->buf, io->len, TMO);
+	if (io->ret == (ssize_t)io->len)
+		shutdown(io->fd, SHUT_WR);
+	return NULL;
+}
+
+/* Guest to host on a fresh guest connection to @port: @len bytes, checked. */
+static void guest_to_host(uint32_t port, size_t len, uint64_t seed)
+{
+	uint8_t *src = malloc(len), *dst = malloc(len);
+	struct host_io io;
+	struct sim_conn *c;
+	uint64_t st = seed;
+	pthread_t th;
+	int lfd, fd;
+
+	ck_assert(src && dst);
+	hp_fill(&st, src, len);
+	lfd = hp_listen_port(uds, port, 4, 0);
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(sim_connect(drv, port, VIRTIO_VSOCK_TYPE_STREAM, TMO, &c), 0);
+	fd = hp_accept(lfd, TMO);
+	ck_assert_int_ge(fd, 0);
+	io = (struct host_io){ .fd = fd, .buf = dst, .len = len };
+	ck_assert_int_eq(pthread_create(&th, NULL, host_read_main, &io), 0);
+	ck_assert_int_eq(sim_send(c, src, len, TMO), (ssize_t)len);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(io.ret, (ssize_t)len);
+	ck_assert_uint_eq(hp_hash(HP_HASH_INIT, dst, len), hp_hash(HP_HASH_INIT, src, len));
+	/* Half-close from the guest: the host reads EOF. */
+	ck_assert_int_eq(sim_shutdown(c, VIRTIO_VSOCK_SHUTDOWN_SEND), 0);
+	ck_assert_int_eq(hp_wait_eof(fd, TMO), 0);
+	close(fd);
+	sim_close(c, TMO);
+	close(lfd);
+	free(src);
+	free(dst);
+}
+
+/* Host to guest over a host-initiated CONNECT to guest port @port. */
+static void host_to_guest(uint32_t port, size_t len, uint64_t seed)
+{
+	uint8_t *src = malloc(len), *dst = malloc(len);
+	struct sim_listener *l;
+	struct host_io io;
+	struct sim_conn *c;
+	uint32_t hport;
+	uint64_t st = seed;
+	size_t got = 0;
+	pthread_t th;
+	int fd;
+
+	ck_assert(src && dst);
+	hp_fill(&st, src, len);
+	ck_assert_int_eq(sim_listen(drv, port, VIRTIO_VSOCK_TYPE_STREAM, 4, &l), 0);
+	fd = hp_connect(uds, port, &hport, TMO);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(sim_accept(l, TMO, &c), 0);
+	io = (struct host_io){ .fd = fd, .buf = src, .len = len };
+	ck_assert_int_eq(pthread_create(&th, NULL, host_write_main, &io), 0);
+	while (got < len) {
+		ssize_t n = sim_recv(c, dst + got, len - got, TMO);
+
+		ck_assert_int_gt(n, 0);
+		got += (size_t)n;
+	}
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(io.ret, (ssize_t)len);
+	ck_assert_uint_eq(hp_hash(HP_HASH_INIT, dst, len), hp_hash(HP_HASH_INIT, src, len));
+	/*
+	 * Not checked here: the host's SHUT_WR reaching the guest as EOF. The
+	 * device model (not the vhost-user path) loses it after multi-MiB
+	 * transfers, also when the simulated driver is attached to the device
+	 * directly (reported to the device work); the UML end-to-end tests
+	 * check half-close with the real Linux driver.
+	 */
+	sim_close(c, TMO);
+	sim_unlisten(l);
+	close(fd);
+	free(src);
+	free(dst);
+}
+
+static void data_both_ways(bool mrg)
+{
+	start_all(mrg);
+	guest_to_host(5000, 4u << 20, 11);
+	host_to_guest(6000, 4u << 20, 12);
+	check_driver_clean();
+	stop_all();
+}
+
+START_TEST(t_data_mrg_on)
+{
+	data_both_ways(true);
+}
+END_TEST
+
+START_TEST(t_data_mrg_off)
+{
+	data_both_ways(false);
+}
+END_TEST
+
+struct writer {
+	int fd;
+	size_t len;
+	ssize_t ret;
+};
+
+static void *writer_main(void *p)
+{
+	struct writer *w = p;
+	uint8_t *buf = calloc(1, w->len);
+	uint64_t st = 3;
+
+	hp_fill(&st, buf, w->len);
+	w->ret = hp_write_all(w->fd, buf, w->len, TMO);
+	free(buf);
+	return NULL;
+}
+
+/* The frontend dies mid-transfer; the host peer sees the end; a new one works. */
+START_TEST(t_disconnect_mid_transfer)
+{
+	struct writer w = { .len = 64u << 20 };
+	struct vsock_dev_counters ctr;
+	struct sim_listener *l;
+	struct sim_conn *c;
+	static uint8_t buf[65536];
+	uint32_t hport;
+	size_t got = 0;
+	pthread_t th;
+	int r;
+
+	start_all(true);
+	ck_assert_int_eq(sim_listen(drv, 7000, VIRTIO_VSOCK_TYPE_STREAM, 4, &l), 0);
+	w.fd = hp_connect(uds, 7000, &hport, TMO);
+	ck_assert_int_ge(w.fd, 0);
+	ck_assert_int_eq(sim_accept(l, TMO, &c), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, writer_main, &w), 0);
+	while (got < (1u << 20)) {
+		ssize_t n = sim_recv(c, buf, sizeof(buf), TMO);
+
+		ck_assert_int_gt(n, 0);
+		got += (size_t)n;
+	}
+	/* The frontend process dies: its socket closes, nothing else. */
+	relay_disconnect();
+	/* The host peer's connection ends (writer fails; reads see EOF or RST). */
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_lt(w.ret, 0);
+	ck_assert_int_ne(w.ret, -ETIMEDOUT);
+	r = hp_wait_eof(w.fd, TMO);
+	ck_assert(r == 0 || r == -ECONNRESET);
+	close(w.fd);
+	vsock_dev_get_counters(dev, &ctr);
+	ck_assert_uint_ge(ctr.dev_resets, 1);
+
+	/*
+	 * That guest is gone with its frontend (whatever the device wrote to
+	 * its rings while stopping is nobody's business now).
+	 */
+	sim_unlisten(l);
+	sim_abort(c);
+	sim_drv_reset(drv);
+	sim_drv_destroy(drv);
+	/* Next frontend and guest: same backend, same device, fresh session. */
+	{
+		struct sim_drv_config dc = { .guest_cid = CID };
+
+		ck_assert_int_eq(sim_drv_create(&dc, &drv), 0);
+	}
+	ck_assert_int_eq(relay_connect(vsock_path), 0);
+	ck_assert_int_eq(sim_drv_attach(drv, relay_dev()), 0);
+	guest_to_host(5001, 1u << 20, 21);
+	host_to_guest(6001, 1u << 20, 22);
+	check_driver_clean();
+	stop_all();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("vhost_user_data");
+	TCase *tc = tcase_create("data");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, t_data_mrg_on);
+	tcase_add_test(tc, t_data_mrg_off);
+	tcase_add_test(tc, t_disconnect_mid_transfer);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
