@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * The listening side of skiff-vsock: one frontend at a time. QEMU and UML
- * connect as vhost-user frontends (the backend is the socket server). A
- * second frontend waits in the listen backlog until the first one is gone.
+ * connect as vhost-user frontends (the backend is the socket server).
+ *
+ * A frontend that connects while another is served takes over: the current
+ * one is disconnected (device reset, its state dropped) and the newcomer is
+ * served. The reason is UML's reboot: arch/um/os-Linux/main.c re-executes
+ * the UML binary, and the vhost-user socket (opened without close-on-exec
+ * by os_connect_socket()) survives the exec unused, so the old connection
+ * never ends while the rebooted guest connects again.
  */
 #include <errno.h>
 #include <poll.h>
@@ -78,22 +84,32 @@ int vu_server_listen(const char *path, int *out_fd)
 	return 0;
 }
 
-/* Serve one connected frontend; returns 1 when asked to stop, 0 when it left. */
-static int serve_conn(int conn, struct vu_backend *vb, int stop_fd)
+static void set_timeouts(int conn)
 {
 	struct timeval tv = { .tv_sec = VU_RECV_TIMEOUT_S };
-	int stop = 0;
 
 	setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/*
+ * Serve connected frontends from @conn on. Returns 1 when asked to stop, 0
+ * when the frontend left without a successor.
+ */
+static int serve_conn(int conn, int listen_fd, struct vu_backend *vb, int stop_fd)
+{
+	int stop = 0;
+
+	set_timeouts(conn);
 	for (;;) {
-		struct pollfd p[2] = {
+		struct pollfd p[3] = {
 			{ .fd = conn, .events = POLLIN },
 			{ .fd = stop_fd, .events = POLLIN },
+			{ .fd = listen_fd, .events = POLLIN },
 		};
-		int ret;
+		int ret, next;
 
-		if (poll(p, 2, -1) < 0) {
+		if (poll(p, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -101,6 +117,17 @@ static int serve_conn(int conn, struct vu_backend *vb, int stop_fd)
 		if (p[1].revents) {
 			stop = 1;
 			break;
+		}
+		if (p[2].revents) {
+			next = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+			if (next >= 0) {
+				fprintf(stderr, "skiff-vsock: a new frontend takes over\n");
+				vu_backend_disconnect(vb);
+				close(conn);
+				conn = next;
+				set_timeouts(conn);
+				continue;
+			}
 		}
 		if (!p[0].revents)
 			continue;
@@ -142,7 +169,7 @@ int vu_server_serve(int listen_fd, struct vu_backend *vb, int stop_fd)
 				continue;
 			return -errno;
 		}
-		if (serve_conn(conn, vb, stop_fd))
+		if (serve_conn(conn, listen_fd, vb, stop_fd))
 			return 0;
 	}
 }

@@ -2,16 +2,17 @@
 # SPDX-License-Identifier: MIT
 """End-to-end vsock tests: a real Linux guest <-> skiff-vsock (vhost-user) <-> host Unix sockets.
 
-The guest is user-mode Linux (virtio_uml) or a QEMU TCG microvm (vhost-user-vsock-device).
-One boot runs every case: the guest's /init fetches its plan (a shell script) from the host
-over vsock port 999 and runs it; each case is `vsock-tool` in the guest
-(tests/guest-programs) against `uds-peer` on the host (this directory), and both print a
-summary line that this script compares (bytes, message counts, FNV-1a of the payload; the
-receiving side also checks the byte pattern itself). A case that reboots the guest gets a
-second plan on the next boot.
+The guest is user-mode Linux (virtio_uml) or a QEMU TCG microvm (vhost-user-vsock-device),
+booted by scripts/guest-run.sh with the initramfs of scripts/build-initramfs.sh. One boot
+runs every case: the guest's /init runs in control mode (skiff.ctl=999) and fetches one
+step script per case from this driver over vsock port 999, until an empty one. Each case is
+`vsock-tool` in the guest (tests/guest-programs) against `uds-peer` on the host (this
+directory); both print a summary line that this script compares (bytes, message counts,
+FNV-1a of the payload; the receiving side also checks the byte pattern itself). The reboot
+case reboots the guest with connections open; the next boot fetches the following step.
 
 Usage: guest_e2e.py --vmm uml|qemu [--kernel PATH | --variant baseline|patched]
-                    --skiff-vsock BIN --vsock-tool BIN --uds-peer BIN --mkcpio PY
+                    --skiff-vsock BIN --vsock-tool BIN --uds-peer BIN
                     [--mrg-rxbuf on|off] [--set full|smoke] [--verbose] [--keep]
 Without --kernel, the image comes from scripts/build-kernels.sh --print-path (CI builds the
 kernels before ctest, so a missing image is a failure, not a skip).
@@ -157,28 +158,7 @@ def make_cases(full, vmm):
     return cases
 
 
-INIT = """#!/bin/busybox sh
-/bin/busybox --install -s /bin
-mount -t proc proc /proc
-mount -t sysfs sys /sys
-mount -t devtmpfs dev /dev 2>/dev/null
-echo E2E-BOOT
-if vsock-tool fetch 2:{port} > /plan.sh; then
-	sh /plan.sh
-else
-	echo "E2E-PLAN-FETCH-FAILED"
-fi
-echo E2E-DONE
-{halt}
-"""
-
-
-def plan_script(cases, boot):
-    lines = ['run() { n=$1; shift; echo "CASE-BEGIN $n"; "$@"; echo "CASE-END $n rc=$?"; }']
-    for c in cases:
-        if c.boot == boot:
-            lines.append(f"run {c.name} {c.guest}")
-    return "\n".join(lines) + "\n"
+REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../.."))
 
 
 class Runner:
@@ -189,7 +169,7 @@ class Runner:
         self.uds = os.path.join(self.work, "h.sock")
         self.cases = make_cases(a.set == "full", a.vmm)
         self.lock = threading.Lock()
-        self.current = None
+        self.current = None  # the case whose step script the guest fetched last
         self.boots = 0
         self.console = []
         self.done = threading.Event()
@@ -221,19 +201,25 @@ class Runner:
                 c.host_sum = kv(line)
 
     def plan_server(self):
+        """Serve one step script per fetch (init.sh control mode), then an empty one."""
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         srv.bind(f"{self.uds}_{PLAN_PORT}")
         srv.listen(4)
         srv.settimeout(0.5)
+        served = 0
         while not self.done.is_set():
             try:
                 conn, _ = srv.accept()
             except socket.timeout:
                 continue
-            with self.lock:
-                self.boots += 1
-                boot = self.boots
-            conn.sendall(plan_script(self.cases, boot).encode())
+            script = ""
+            if served < len(self.cases):
+                c = self.cases[served]
+                with self.lock:
+                    self.current = c
+                script = c.guest + "\n"
+            served += 1
+            conn.sendall(script.encode())
             conn.close()
         srv.close()
 
@@ -242,14 +228,14 @@ class Runner:
         self.console.append(line)
         if self.a.verbose:
             print(f"  | {line}", flush=True)
-        m = re.match(r"CASE-BEGIN (\S+)", line)
-        if m:
-            self.current = next((c for c in self.cases if c.name == m.group(1)), None)
+        if line.startswith("SKIFF-BEGIN"):
+            self.boots += 1
             return
-        m = re.match(r"CASE-END (\S+) rc=(\d+)", line)
-        if m and self.current:
-            self.current.guest_rc = int(m.group(2))
-            self.current = None
+        with self.lock:
+            cur = self.current
+        m = re.match(r"SKIFF-RESULT step=\d+ rc=(\S+)", line)
+        if m and cur:
+            cur.guest_rc = m.group(1)
             return
         m = re.match(r"VSOCK-TOOL-LISTENING port=(\d+)", line)
         if m:
@@ -257,34 +243,21 @@ class Runner:
                 if c.host and c.host_when == "listening" and c.host[1] == m.group(1) and not c.host_proc:
                     self.start_host(c)
             return
-        if line.startswith("VSOCK-TOOL ") and self.current:
-            self.current.guest_sum = kv(line)
+        if line.startswith("VSOCK-TOOL ") and cur:
+            cur.guest_sum = kv(line)
 
     def vm_argv(self, initrd):
         a = self.a
-        if a.vmm == "uml":
-            return [a.kernel, "mem=256M", f"initrd={initrd}", f"virtio_uml.device={self.vsock_sock}:19",
-                    "con=null", "con0=null,fd:1", "quiet", "loglevel=4"]
-        return ["qemu-system-x86_64", "-M", "microvm,acpi=off,memory-backend=mem", "-m", "256M",
-                "-object", "memory-backend-memfd,id=mem,size=256M,share=on",
-                "-chardev", f"socket,id=c0,path={self.vsock_sock}",
-                "-device", "vhost-user-vsock-device,chardev=c0",
-                "-kernel", a.kernel, "-initrd", initrd, "-append", "console=ttyS0 quiet loglevel=4",
-                "-nographic", "-no-reboot", "-nodefaults", "-serial", "stdio"]
+        argv = [os.path.join(REPO, "scripts/guest-run.sh"), a.vmm, "--variant", a.variant, "--initrd", initrd,
+                "--vsock", self.vsock_sock, "--append", f"skiff.ctl={PLAN_PORT}", "--timeout", str(a.timeout)]
+        if a.kernel:
+            argv += ["--kernel", a.kernel]
+        return argv
 
     def build_initrd(self):
-        init = os.path.join(self.work, "init")
-        halt = "poweroff -f" if self.a.vmm == "uml" else "reboot -f"
-        with open(init, "w") as f:
-            f.write(INIT.format(port=PLAN_PORT, halt=halt))
-        spec = os.path.join(self.work, "initrd.spec")
-        with open(spec, "w") as f:
-            f.write("dir /bin 755 0 0\ndir /dev 755 0 0\ndir /proc 755 0 0\ndir /sys 755 0 0\n"
-                    "dir /tmp 1777 0 0\nnod /dev/console 600 0 0 c 5 1\nnod /dev/null 666 0 0 c 1 3\n"
-                    f"file /bin/busybox {self.a.busybox} 755 0 0\nslink /bin/sh busybox 777 0 0\n"
-                    f"file /bin/vsock-tool {self.a.vsock_tool} 755 0 0\nfile /init {init} 755 0 0\n")
         out = os.path.join(self.work, "initrd.cpio")
-        subprocess.run([sys.executable, self.a.mkcpio, spec, out], check=True)
+        subprocess.run([os.path.join(REPO, "scripts/build-initramfs.sh"), "-o", out, "--bin", self.a.vsock_tool],
+                       check=True, stdout=subprocess.DEVNULL)
         return out
 
     def run(self):
@@ -356,7 +329,7 @@ class Runner:
         if not alive or rc != 0 or leftovers:
             failed += 1
             print(f"FAIL skiff-vsock: alive after guest={alive} exit on SIGTERM={rc} leftovers={leftovers}")
-        want_boots = 2 if any(c.boot == 2 for c in self.cases) else 1
+        want_boots = 2 if any(c.name == "reboot_live_conns" for c in self.cases) else 1
         if boots != want_boots:
             failed += 1
             print(f"FAIL guest fetched {boots} plans, expected {want_boots} (boots)")
@@ -384,8 +357,6 @@ def main():
     ap.add_argument("--skiff-vsock", required=True)
     ap.add_argument("--vsock-tool", required=True)
     ap.add_argument("--uds-peer", required=True)
-    ap.add_argument("--mkcpio", required=True)
-    ap.add_argument("--busybox", default="/bin/busybox")
     ap.add_argument("--mrg-rxbuf", choices=["on", "off"], default="on")
     ap.add_argument("--set", choices=["full", "smoke"], default="full")
     ap.add_argument("--timeout", type=int, default=240)
@@ -395,13 +366,13 @@ def main():
     if os.environ.get("SKIFF_SKIP_GUESTS") == "1":
         print("guest_e2e: skipped (SKIFF_SKIP_GUESTS=1)")
         return 77
-    if not a.kernel:
-        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../scripts/build-kernels.sh")
+    kernel = a.kernel
+    if not kernel:
         arch, f = ("um", "linux") if a.vmm == "uml" else ("x86_64", "bzImage")
-        a.kernel = subprocess.run([script, "--print-path", a.variant, arch, f], stdout=subprocess.PIPE,
-                                  text=True).stdout.strip()
-    for what, p in (("kernel", a.kernel), ("skiff-vsock", a.skiff_vsock), ("vsock-tool", a.vsock_tool),
-                    ("uds-peer", a.uds_peer), ("busybox", a.busybox)):
+        kernel = subprocess.run([os.path.join(REPO, "scripts/build-kernels.sh"), "--print-path", a.variant, arch, f],
+                                stdout=subprocess.PIPE, text=True).stdout.strip()
+    for what, p in (("kernel", kernel), ("skiff-vsock", a.skiff_vsock), ("vsock-tool", a.vsock_tool),
+                    ("uds-peer", a.uds_peer)):
         if not os.path.exists(p):
             print(f"guest_e2e: FAIL: {what} missing at {p} (kernels: scripts/build-kernels.sh)")
             return 1

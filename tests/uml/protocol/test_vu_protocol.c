@@ -605,7 +605,7 @@ static int connect_to(const char *path)
 	return fd;
 }
 
-/* Server: one frontend, it leaves mid-session, the next one is served. */
+/* Server: one frontend at a time; a newcomer takes over; after one leaves, the next is served. */
 START_TEST(t_server_next_frontend)
 {
 	char dir[] = "/tmp/vu-test-XXXXXX", path[128];
@@ -623,29 +623,38 @@ START_TEST(t_server_next_frontend)
 	ck_assert_int_ge(a.stop_fd, 0);
 	ck_assert_int_eq(pthread_create(&th, NULL, server_main, &a), 0);
 
-	/* Frontend 1 negotiates, then dies with requests in flight. */
+	/* Frontend 1 negotiates and has a request in flight. */
 	close(be);
 	close(fe);
 	fe = connect_to(path);
 	ck_assert_int_eq(fe_send(fe, VU_REQ_GET_FEATURES, 0, NULL, 0, NULL, 0), 0);
 	ck_assert_int_eq(fe_recv_u64(fe, VU_REQ_GET_FEATURES, &v), 0);
 	ck_assert_int_eq(fe_send(fe, VU_REQ_SET_OWNER, 0, NULL, 0, NULL, 0), 0);
-	/* Frontend 2 connects while 1 is still being served: it waits. */
+	/*
+	 * Frontend 2 connects while 1 is still served (a rebooted UML keeps
+	 * its old socket open): 2 takes over, 1 is dropped.
+	 */
 	fd2 = connect_to(path);
 	ck_assert_int_eq(fe_send(fd2, VU_REQ_GET_FEATURES, 0, NULL, 0, NULL, 0), 0);
+	ck_assert_int_eq(fe_recv_u64(fd2, VU_REQ_GET_FEATURES, &v), 0);
+	ck_assert_uint_eq(v, FAKE_DEV_FEATURES | (1ull << VU_F_PROTOCOL_FEATURES));
+	ck_assert_int_eq(read(fe, &v, sizeof(v)), 0); /* 1 sees EOF */
 	close(fe);
 	fe = fd2;
+	/* 2 leaves; 3 is served next. */
+	close(fe);
+	fe = connect_to(path);
+	ck_assert_int_eq(fe_send(fe, VU_REQ_GET_FEATURES, 0, NULL, 0, NULL, 0), 0);
 	ck_assert_int_eq(fe_recv_u64(fe, VU_REQ_GET_FEATURES, &v), 0);
-	ck_assert_uint_eq(v, FAKE_DEV_FEATURES | (1ull << VU_F_PROTOCOL_FEATURES));
 
 	ck_assert_int_eq(write(a.stop_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
 	ck_assert_int_eq(pthread_join(th, NULL), 0);
 	ck_assert_int_eq(a.ret, 0);
 	/*
-	 * One reset per connection that ended: frontend 1, the liveness probe
-	 * of the second vu_server_listen(), frontend 2.
+	 * One reset per connection that ended: the liveness probe of the
+	 * second vu_server_listen(), frontends 1, 2 and 3.
 	 */
-	ck_assert_uint_eq(fs->resets, 3);
+	ck_assert_uint_eq(fs->resets, 4);
 	close(a.listen_fd);
 	/* The socket file is now stale: a new server replaces it. */
 	ck_assert_int_eq(vu_server_listen(path, &lfd2), 0);

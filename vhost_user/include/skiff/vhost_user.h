@@ -9,7 +9,8 @@
  *     connected socket, checks it, applies it to the device and answers.
  *     Tests drive it over a socketpair.
  *   - vu_server_*: a listening socket that serves one frontend at a time;
- *     the next connection is accepted when the previous one has ended.
+ *     a frontend that connects while another is served takes over (the
+ *     current one is disconnected; see vu_server.c for why: UML reboots).
  *
  * Device life cycle as driven by the backend: the device is started when the
  * RX and TX vrings each have a size, addresses, a kick (or "no fd") and are
@@ -98,7 +99,8 @@ int vu_server_listen(const char *path, int *out_fd);
  * vu_server_serve() - accept frontends on @listen_fd one at a time and serve
  * each with @vb until it goes away, until @stop_fd (an eventfd, signalfd or
  * pipe) becomes readable. The current frontend, if any, is then
- * disconnected. Connections made while one is served wait in the backlog.
+ * disconnected. A connection made while a frontend is served replaces it
+ * (the old one is disconnected as if it had closed).
  * Return: 0 when stopped through @stop_fd; -errno from poll(2)/accept4(2)
  * for errors that are not transient.
  */
