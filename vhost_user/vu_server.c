@@ -5,13 +5,14 @@
  *
  * A frontend that connects while another is served takes over: the current
  * one is disconnected (device reset, its state dropped) and the newcomer is
- * served. The reason is UML's reboot: arch/um/os-Linux/main.c re-executes
+ * served, once it has sent its first request. The reason is UML's reboot: arch/um/os-Linux/main.c re-executes
  * the UML binary, and the vhost-user socket (opened without close-on-exec
  * by os_connect_socket()) survives the exec unused, so the old connection
  * never ends while the rebooted guest connects again.
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -92,24 +93,36 @@ static void set_timeouts(int conn)
 	setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
+/* A newcomer has spoken (data, not just EOF or an error). */
+static bool has_data(int fd)
+{
+	char c;
+
+	return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+}
+
 /*
- * Serve connected frontends from @conn on. Returns 1 when asked to stop, 0
- * when the frontend left without a successor.
+ * Serve connected frontends from @conn on. A newcomer is held aside until it
+ * sends its first bytes, and only then replaces the current frontend: a
+ * connection that closes without a word (another skiff-vsock probing whether
+ * the socket is live) must not cost the guest its device.
+ * Returns 1 when asked to stop, 0 when the frontend left without a successor.
  */
 static int serve_conn(int conn, int listen_fd, struct vu_backend *vb, int stop_fd)
 {
-	int stop = 0;
+	int stop = 0, pending = -1;
 
 	set_timeouts(conn);
 	for (;;) {
-		struct pollfd p[3] = {
+		struct pollfd p[4] = {
 			{ .fd = conn, .events = POLLIN },
 			{ .fd = stop_fd, .events = POLLIN },
 			{ .fd = listen_fd, .events = POLLIN },
+			{ .fd = pending, .events = POLLIN },
 		};
 		int ret, next;
 
-		if (poll(p, 3, -1) < 0) {
+		if (poll(p, 4, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -121,13 +134,25 @@ static int serve_conn(int conn, int listen_fd, struct vu_backend *vb, int stop_f
 		if (p[2].revents) {
 			next = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 			if (next >= 0) {
-				fprintf(stderr, "skiff-vsock: a new frontend takes over\n");
-				vu_backend_disconnect(vb);
-				close(conn);
-				conn = next;
-				set_timeouts(conn);
+				if (pending >= 0)
+					close(pending);
+				pending = next;
+			}
+			continue;
+		}
+		if (pending >= 0 && p[3].revents) {
+			if (!has_data(pending)) {
+				close(pending);
+				pending = -1;
 				continue;
 			}
+			fprintf(stderr, "skiff-vsock: a new frontend takes over\n");
+			vu_backend_disconnect(vb);
+			close(conn);
+			conn = pending;
+			pending = -1;
+			set_timeouts(conn);
+			continue;
 		}
 		if (!p[0].revents)
 			continue;
@@ -141,6 +166,12 @@ static int serve_conn(int conn, int listen_fd, struct vu_backend *vb, int stop_f
 	}
 	vu_backend_disconnect(vb);
 	close(conn);
+	if (pending >= 0 && !stop) {
+		/* The newcomer is next in line. */
+		return serve_conn(pending, listen_fd, vb, stop_fd);
+	}
+	if (pending >= 0)
+		close(pending);
 	return stop;
 }
 
