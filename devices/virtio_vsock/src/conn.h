@@ -97,6 +97,7 @@ struct conn {
 	bool host_readable; /* edge seen, not yet read to EAGAIN */
 	bool host_eof; /* read returned 0 */
 	bool host_hup; /* host peer closed entirely (EPOLLHUP) */
+	bool host_rdhup; /* host peer stopped writing (EPOLLRDHUP/HUP/ERR seen) */
 	bool want_flush; /* EPOLLOUT seen: write the backlog */
 	bool out_armed; /* EPOLLOUT in the pump's interest set */
 	bool rst_when_drained; /* guest sent SHUTDOWN RCV|SEND: RST after the backlog */

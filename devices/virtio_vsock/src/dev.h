@@ -170,8 +170,12 @@ int pump_watch(struct conn *c);
 void pump_set_out(struct conn *c, bool on);
 /* pump_rx_kicked() - the guest added RX buffers: wake starved pumps. */
 void pump_rx_kicked(struct vsock_dev *dev);
-/* rx_return_all() - give every unused reserved RX chain back (threads stopped). */
-void rx_return_all(struct vsock_dev *dev);
+/*
+ * rx_return_all() - threads stopped: forget every reserved, unused RX chain.
+ * With @give_back, un-pop them when they are the last ones popped, or else
+ * return them to the driver empty (used length 0).
+ */
+void rx_return_all(struct vsock_dev *dev, bool give_back);
 
 /* dev_ctl.c */
 int ctl_start(struct vsock_dev *dev);

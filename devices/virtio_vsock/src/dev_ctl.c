@@ -109,6 +109,15 @@ static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
 			 &pkt);
 	if (e != PKT_OK) {
 		CTR_ADD(dev, malformed_pkts, 1);
+		/* A bad packet that names a live connection resets that one. */
+		if ((e == PKT_ERR_TYPE || e == PKT_ERR_OP || e == PKT_ERR_LEN) &&
+		    pkt.hdr.src_cid == dev->cfg.guest_cid && pkt.hdr.dst_cid == VSOCK_CID_HOST &&
+		    (c = mux_lookup(&dev->mux, pkt.hdr.dst_port, pkt.hdr.src_port))) {
+			pthread_mutex_lock(&c->lock);
+			conn_reset(c, true);
+			pthread_mutex_unlock(&c->lock);
+			conn_put(c);
+		}
 		return;
 	}
 	n = iov_slice(ch->iov, ch->n_out, pkt.payload_off, pkt.hdr.len, dev->tx_payload,

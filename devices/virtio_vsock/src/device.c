@@ -164,7 +164,7 @@ int vsock_dev_set_features(struct vsock_dev *dev, uint64_t features)
 }
 
 /* Stop the threads; remember where each queue stands for the next start. */
-static void dev_pause(struct vsock_dev *dev)
+static void dev_pause(struct vsock_dev *dev, bool give_back)
 {
 	unsigned int i;
 
@@ -174,7 +174,7 @@ static void dev_pause(struct vsock_dev *dev)
 	ctl_stop(dev);
 	for (i = 0; i < dev->n_pumps; i++)
 		pump_stop(&dev->pumps[i]);
-	rx_return_all(dev);
+	rx_return_all(dev, give_back);
 	dev->vring[VSOCK_VQ_RX].last_avail_idx = dev->rxq.last_avail;
 	dev->vring[VSOCK_VQ_TX].last_avail_idx = dev->txq.last_avail;
 	dev->vring[VSOCK_VQ_EVENT].last_avail_idx = dev->evq.last_avail;
@@ -229,7 +229,7 @@ int vsock_dev_set_mem(struct vsock_dev *dev, const struct vsock_mem_region *regi
 	ret = gm_set(&gm, regions, n);
 	if (ret)
 		return ret;
-	dev_pause(dev);
+	dev_pause(dev, true);
 	dev->gm = gm;
 	if (was)
 		return dev_resume(dev);
@@ -266,7 +266,7 @@ int vsock_dev_stop(struct vsock_dev *dev, uint16_t last_avail[VSOCK_VQ_NUM])
 {
 	unsigned int q;
 
-	dev_pause(dev);
+	dev_pause(dev, true);
 	if (last_avail)
 		for (q = 0; q < VSOCK_VQ_NUM; q++)
 			last_avail[q] = dev->vring[q].last_avail_idx;
@@ -334,7 +334,7 @@ static void dev_clear(struct vsock_dev *dev)
 
 int vsock_dev_reset(struct vsock_dev *dev)
 {
-	dev_pause(dev);
+	dev_pause(dev, false);
 	dev_clear(dev);
 	dev->features = 0;
 	memset(dev->vring_set, 0, sizeof(dev->vring_set));
@@ -353,7 +353,7 @@ void vsock_dev_destroy(struct vsock_dev *dev)
 
 	if (!dev)
 		return;
-	dev_pause(dev);
+	dev_pause(dev, false);
 	dev_clear(dev);
 	for (i = 0; i < dev->n_pumps; i++)
 		pump_fini(&dev->pumps[i]);

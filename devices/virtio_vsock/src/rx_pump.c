@@ -456,8 +456,13 @@ static int emit_rw(struct pump *p, struct conn *c)
 			return 0;
 		}
 		n = (uint32_t)r;
-		if (n < space)
-			c->host_readable = false; /* a short stream read drained the socket */
+		/*
+		 * A short stream read drained the socket: the next byte comes
+		 * with a new edge. Not so for EOF already signalled: read on
+		 * until read() says 0.
+		 */
+		if (n < space && !c->host_rdhup)
+			c->host_readable = false;
 	}
 	if (!n && !(flags & VIRTIO_VSOCK_SEQ_EOM))
 		return 0;
@@ -645,6 +650,8 @@ static void handle_event(struct pump *p, const struct epoll_event *ev)
 			c->host_readable = true;
 		if (ev->events & EPOLLHUP)
 			c->host_hup = true;
+		if (ev->events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+			c->host_rdhup = true;
 		if (ev->events & EPOLLOUT)
 			c->want_flush = true;
 	}
@@ -705,8 +712,13 @@ static void *pump_main(void *arg)
 				if (!c->on_work) {
 					conn_get(c);
 					c->on_work = true;
-					c->work_next = p->blocked;
-					p->blocked = c;
+					if (p->starved) {
+						c->work_next = p->blocked;
+						p->blocked = c;
+					} else {
+						/* A kick came in meanwhile: try again. */
+						list_append(p, c);
+					}
 				}
 				pthread_mutex_unlock(&p->lock);
 			}
@@ -746,7 +758,7 @@ static int cmp_pos(const void *a, const void *b)
 	return (int)x->pos - (int)y->pos;
 }
 
-void rx_return_all(struct vsock_dev *dev)
+void rx_return_all(struct vsock_dev *dev, bool give_back)
 {
 	unsigned int i, k;
 	bool rewind = true, signal;
@@ -760,6 +772,8 @@ void rx_return_all(struct vsock_dev *dev)
 			slots_consume(p, 1);
 		}
 	}
+	if (!give_back)
+		dev->pool_n = 0; /* the queue is being reset: nothing to give back */
 	if (!dev->pool_n || !dev->rxq.num)
 		return;
 	/*
