@@ -675,13 +675,14 @@ int sim_close(struct sim_conn *c, int timeout_ms)
 	if (!c->reset && !c->done && drv->attached) {
 		conn_ctl(c, VIRTIO_VSOCK_OP_SHUTDOWN,
 			 VIRTIO_VSOCK_SHUTDOWN_RCV | VIRTIO_VSOCK_SHUTDOWN_SEND);
-		while (!c->reset) {
+		/* the peer's RST, or its own SHUTDOWN crossing ours (we then RST) */
+		while (!c->reset && !c->done) {
 			if (sim__wait(drv, &dl)) {
 				rc = -ETIMEDOUT;
 				break;
 			}
 		}
-		if (!c->reset && drv->attached)
+		if (!c->reset && !c->done && drv->attached)
 			conn_ctl(c, VIRTIO_VSOCK_OP_RST, 0);
 	}
 	conn_free(c);

@@ -628,6 +628,15 @@ int sim_wait_tx_idle(struct sim_drv *drv, int timeout_ms)
 	return rc;
 }
 
+void sim_drv_set_tx_shape(struct sim_drv *drv, enum sim_shape shape)
+{
+	if (shape >= SIM_SHAPE_NUM)
+		return;
+	pthread_mutex_lock(&drv->lock);
+	drv->cfg.tx_shape = shape;
+	pthread_mutex_unlock(&drv->lock);
+}
+
 /* ---- raw chains ---- */
 
 int sim_raw_chain(struct sim_drv *drv, unsigned int q, const struct sim_raw_desc *d, unsigned int n)
@@ -881,6 +890,13 @@ static int rx_one(struct sim_drv *drv, uint16_t avail)
 		vq->last_used++;
 		return 1;
 	}
+	if (len == 0) {
+		/* a buffer given back unused (device stop); Linux drops it too */
+		drv->stats.rx_empty++;
+		rx_release(drv, vq, ch);
+		vq->last_used++;
+		return 1;
+	}
 	if (len > ch->cap || len < drv->rx_hdr_len) {
 		sim__proto_error(drv, "rx: used len %u outside [%u, %u]", len, drv->rx_hdr_len,
 				 ch->cap);
@@ -922,6 +938,10 @@ static int rx_one(struct sim_drv *drv, uint16_t avail)
 		else if (total > VIRTIO_VSOCK_MAX_PKT_BUF_SIZE)
 			sim__proto_error(drv, "rx: payload %u over 64 KiB", total);
 		else {
+			if (nb > drv->stats.max_num_buffers)
+				drv->stats.max_num_buffers = nb;
+			if (total > drv->stats.max_rx_payload)
+				drv->stats.max_rx_payload = total;
 			drv->stats.rx_pkts++;
 			drv->stats.rx_bytes += total;
 			sim__dispatch(drv, &mh.hdr, drv->iov, iovcnt, total);
@@ -1411,7 +1431,8 @@ int sim_drv_attach(struct sim_drv *drv, struct vsock_dev *dev)
 	drv->rx_target = drv->vq[VSOCK_VQ_RX].num / per_chain;
 	if (drv->cfg.rx_bufs && drv->cfg.rx_bufs < drv->rx_target)
 		drv->rx_target = drv->cfg.rx_bufs;
-	rx_fill(drv, ~0u);
+	if (!drv->cfg.rx_start_empty)
+		rx_fill(drv, ~0u);
 	for (q = 0; q < SIM_EVT_BUFS; q++)
 		evt_post_one(drv);
 	for (q = 0; q < VSOCK_VQ_NUM; q++)

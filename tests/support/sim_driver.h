@@ -95,6 +95,7 @@ struct sim_drv_config {
 	uint16_t rx_bufs; /* RX chains kept posted; 0: as many as fit */
 	bool no_auto_rst; /* do not answer unmatched packets with RST */
 	bool no_rx_refill; /* do not repost consumed RX buffers (sim_rx_refill) */
+	bool rx_start_empty; /* attach posts no RX buffers (with no_rx_refill) */
 };
 
 /* Driver-side statistics, monotonic since create. */
@@ -106,10 +107,13 @@ struct sim_drv_stats {
 	uint64_t rx_pkts; /* packets parsed from the RX queue */
 	uint64_t rx_bytes; /* their payload bytes */
 	uint64_t rx_chains; /* RX used entries consumed */
+	uint64_t rx_empty; /* RX chains returned with used len 0 (unused) */
 	uint64_t tx_pkts; /* packets put on the TX queue (raw chains too) */
 	uint64_t tx_bytes;
 	uint64_t events; /* event queue entries (transport reset) */
 	uint64_t stray_pkts; /* RX packets that matched no connection */
+	uint64_t max_num_buffers; /* largest num_buffers seen (MRG_RXBUF) */
+	uint64_t max_rx_payload; /* largest RX packet payload seen */
 	uint64_t credit_violations; /* device sent beyond our credit */
 	uint64_t proto_errors; /* anything else the device got wrong */
 };
@@ -210,6 +214,9 @@ unsigned int sim_pkt_flush(struct sim_drv *drv);
  * Return: 0; -ETIMEDOUT.
  */
 int sim_wait_tx_idle(struct sim_drv *drv, int timeout_ms);
+
+/* Change the chain shape of TX packets from now on (any thread). */
+void sim_drv_set_tx_shape(struct sim_drv *drv, enum sim_shape shape);
 
 /* ---- raw chains (malformed input) ---- */
 

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: MIT
+/* Device-test fixture: see fixture.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fixture.h"
+
+void fx_setup(struct fx *fx, const struct fx_opts *o)
+{
+	struct fx_opts none;
+	int rc;
+
+	if (!o) {
+		memset(&none, 0, sizeof(none));
+		o = &none;
+	}
+	memset(fx, 0, sizeof(*fx));
+	if (o->uds_path)
+		snprintf(fx->uds, sizeof(fx->uds), "%s", o->uds_path);
+	else
+		hp_tmp_path(fx->uds, sizeof(fx->uds), "dev");
+	rc = sim_drv_create(&o->drv, &fx->drv);
+	ck_assert_int_eq(rc, 0);
+	fx->dcfg = (struct vsock_dev_config){
+		.guest_cid = sim_drv_guest_cid(fx->drv),
+		.uds_path = fx->uds,
+		.rx_threads = o->rx_threads,
+		.mrg_rxbuf = o->mrg,
+		.max_conns = o->max_conns,
+		.conn_buf_size = o->conn_buf_size,
+		.rx_pkt_max = o->rx_pkt_max,
+	};
+	if (o->drv.notify_cb) {
+		fx->dcfg.notify = sim_drv_notify;
+		fx->dcfg.notify_opaque = fx->drv;
+	}
+	rc = vsock_dev_create(&fx->dcfg, &fx->dev);
+	ck_assert_msg(rc == 0, "vsock_dev_create: %d (%s)", rc, strerror(-rc));
+	if (!o->no_attach) {
+		rc = sim_drv_attach(fx->drv, fx->dev);
+		ck_assert_msg(rc == 0, "sim_drv_attach: %d (%s)", rc, strerror(-rc));
+	}
+}
+
+void fx_teardown(struct fx *fx)
+{
+	struct sim_drv_stats st;
+	char err[256];
+
+	vsock_dev_destroy(fx->dev);
+	fx->dev = NULL;
+	sim_drv_get_stats(fx->drv, &st);
+	sim_drv_last_error(fx->drv, err, sizeof(err));
+	sim_drv_destroy(fx->drv);
+	fx->drv = NULL;
+	ck_assert_msg(st.credit_violations == 0, "device exceeded our credit %llu times: %s",
+		      (unsigned long long)st.credit_violations, err);
+	if (!fx->expect_proto_errors)
+		ck_assert_msg(st.proto_errors == 0, "driver saw %llu protocol errors, last: %s",
+			      (unsigned long long)st.proto_errors, err);
+}
+
+void fx_counters(struct fx *fx, struct vsock_dev_counters *c)
+{
+	vsock_dev_get_counters(fx->dev, c);
+}
+
+uint64_t fx_wait_counter(struct fx *fx, size_t off, uint64_t min, int timeout_ms)
+{
+	int64_t end = hp_now_ms() + timeout_ms;
+	struct vsock_dev_counters c;
+	uint64_t v;
+
+	for (;;) {
+		vsock_dev_get_counters(fx->dev, &c);
+		memcpy(&v, (const char *)&c + off, sizeof(v));
+		if (v >= min || hp_now_ms() > end)
+			break;
+		usleep(1000);
+	}
+	ck_assert_msg(v >= min, "counter at offset %zu: %llu, wanted >= %llu", off,
+		      (unsigned long long)v, (unsigned long long)min);
+	return v;
+}
+
+int fx_guest_connect(struct fx *fx, uint32_t port, uint16_t type, struct sim_conn **c, int *lfd)
+{
+	int rc, fd;
+
+	*lfd = hp_listen_port(fx->uds, port, 16, type == VIRTIO_VSOCK_TYPE_SEQPACKET);
+	ck_assert_int_ge(*lfd, 0);
+	rc = sim_connect(fx->drv, port, type, FX_T, c);
+	ck_assert_msg(rc == 0, "sim_connect(%u): %d", port, rc);
+	fd = hp_accept(*lfd, FX_T);
+	ck_assert_int_ge(fd, 0);
+	return fd;
+}
+
+int fx_host_connect(struct fx *fx, struct sim_listener *l, uint32_t port, struct sim_conn **c,
+		    uint32_t *host_port)
+{
+	struct sim_conn_info ci;
+	uint32_t hport = 0;
+	int fd, rc;
+
+	fd = hp_connect(fx->uds, port, &hport, FX_T);
+	ck_assert_msg(fd >= 0, "hp_connect(%u): %d", port, fd);
+	rc = sim_accept(l, FX_T, c);
+	ck_assert_int_eq(rc, 0);
+	sim_conn_info(*c, &ci);
+	ck_assert_uint_eq(ci.peer_port, hport);
+	ck_assert_uint_eq(ci.local_port, port);
+	ck_assert_msg(hport >= (1u << 30) && hport < (1u << 31), "OK %u: not in [2^30, 2^31)",
+		      hport);
+	if (host_port)
+		*host_port = hport;
+	return fd;
+}
+
+struct writer {
+	int fd;
+	size_t len;
+	uint64_t seed;
+	ssize_t rc;
+};
+
+static void *host_writer(void *arg)
+{
+	struct writer *w = arg;
+	uint8_t *buf = malloc(65536);
+	uint64_t st = w->seed;
+	size_t done = 0;
+
+	w->rc = 0;
+	while (buf && done < w->len) {
+		size_t n = w->len - done < 65536 ? w->len - done : 65536;
+		ssize_t r;
+
+		hp_fill(&st, buf, n);
+		r = hp_write_all(w->fd, buf, n, FX_T);
+		if (r < 0) {
+			w->rc = r;
+			break;
+		}
+		done += n;
+	}
+	free(buf);
+	return NULL;
+}
+
+static uint64_t pattern_hash(size_t len, uint64_t seed)
+{
+	uint8_t *buf = malloc(65536);
+	uint64_t st = seed, h = HP_HASH_INIT;
+
+	ck_assert_ptr_nonnull(buf);
+	while (len) {
+		size_t n = len < 65536 ? len : 65536;
+
+		hp_fill(&st, buf, n);
+		h = hp_hash(h, buf, n);
+		len -= n;
+	}
+	free(buf);
+	return h;
+}
+
+void fx_xfer_h2g(int fd, struct sim_conn *c, size_t len, uint64_t seed)
+{
+	struct writer w = { .fd = fd, .len = len, .seed = seed };
+	uint8_t *buf = malloc(65536);
+	uint64_t h = HP_HASH_INIT;
+	size_t got = 0;
+	pthread_t t;
+
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(pthread_create(&t, NULL, host_writer, &w), 0);
+	while (got < len) {
+		ssize_t r = sim_recv(c, buf, 65536, FX_T);
+
+		ck_assert_msg(r > 0, "sim_recv after %zu of %zu bytes: %zd", got, len, r);
+		h = hp_hash(h, buf, (size_t)r);
+		got += (size_t)r;
+	}
+	pthread_join(t, NULL);
+	free(buf);
+	ck_assert_int_eq(w.rc, 0);
+	ck_assert_uint_eq(got, len);
+	ck_assert_msg(h == pattern_hash(len, seed), "host->guest hash differs (%zu bytes)", len);
+}
+
+struct gsender {
+	struct sim_conn *c;
+	size_t len;
+	uint64_t seed;
+	ssize_t rc;
+};
+
+static void *guest_sender(void *arg)
+{
+	struct gsender *g = arg;
+	uint8_t *buf = malloc(65536);
+	uint64_t st = g->seed;
+	size_t done = 0;
+
+	g->rc = 0;
+	while (buf && done < g->len) {
+		size_t n = g->len - done < 65536 ? g->len - done : 65536;
+		ssize_t r;
+
+		hp_fill(&st, buf, n);
+		r = sim_send(g->c, buf, n, FX_T);
+		if (r < 0) {
+			g->rc = r;
+			break;
+		}
+		done += n;
+	}
+	free(buf);
+	return NULL;
+}
+
+void fx_xfer_g2h(int fd, struct sim_conn *c, size_t len, uint64_t seed)
+{
+	struct gsender g = { .c = c, .len = len, .seed = seed };
+	uint8_t *buf = malloc(65536);
+	uint64_t h = HP_HASH_INIT;
+	size_t got = 0;
+	pthread_t t;
+
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(pthread_create(&t, NULL, guest_sender, &g), 0);
+	while (got < len) {
+		size_t want = len - got < 65536 ? len - got : 65536;
+		ssize_t r = hp_read_full(fd, buf, want, FX_T);
+
+		ck_assert_msg(r > 0, "host read after %zu of %zu bytes: %zd", got, len, r);
+		h = hp_hash(h, buf, (size_t)r);
+		got += (size_t)r;
+	}
+	pthread_join(t, NULL);
+	free(buf);
+	ck_assert_msg(g.rc == 0, "sim_send: %zd", g.rc);
+	ck_assert_msg(h == pattern_hash(len, seed), "guest->host hash differs (%zu bytes)", len);
+}
+
+void fx_add(Suite *s, const TTest *t, int start, int end, int timeout_s)
+{
+	TCase *tc = tcase_create(t->name);
+
+	tcase_set_timeout(tc, timeout_s);
+	tcase_add_loop_test(tc, t, start, end);
+	suite_add_tcase(s, tc);
+}
+
+int fx_run_suite(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

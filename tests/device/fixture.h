@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Device-test fixture: one device (skiff_vsock) driven by one simulated
+ * driver, its uds_path under /tmp, plus Check helpers. Every test ends with
+ * fx_teardown(), which asserts that the driver saw no protocol error and no
+ * credit violation unless the test said it expects some.
+ */
+#ifndef SKIFF_DEVICE_FIXTURE_H
+#define SKIFF_DEVICE_FIXTURE_H
+
+#include <check.h>
+#include <stddef.h>
+
+#include "host_peer.h"
+#include "sim_driver.h"
+
+struct fx_opts {
+	bool mrg; /* device offers MRG_RXBUF (the driver accepts it unless drv.features says no) */
+	unsigned int rx_threads;
+	unsigned int max_conns;
+	uint32_t conn_buf_size;
+	uint32_t rx_pkt_max;
+	struct sim_drv_config drv;
+	bool no_attach; /* create both sides, do not attach */
+	const char *uds_path; /* NULL: a fresh path under /tmp */
+};
+
+struct fx {
+	char uds[108];
+	struct vsock_dev_config dcfg;
+	struct vsock_dev *dev;
+	struct sim_drv *drv;
+	bool expect_proto_errors;
+};
+
+void fx_setup(struct fx *fx, const struct fx_opts *o);
+/* Destroy the device then the driver; check the driver saw nothing wrong. */
+void fx_teardown(struct fx *fx);
+void fx_counters(struct fx *fx, struct vsock_dev_counters *c);
+/*
+ * fx_wait_counter() - poll (1 ms steps) until counter at @off (offsetof in
+ * struct vsock_dev_counters) reaches @min. Return: its value (ck_assert'ed
+ * >= @min within @timeout_ms).
+ */
+uint64_t fx_wait_counter(struct fx *fx, size_t off, uint64_t min, int timeout_ms);
+#define FX_WAIT(fx, field, min, ms) \
+	fx_wait_counter((fx), offsetof(struct vsock_dev_counters, field), (min), (ms))
+
+/* Wait until the counter reaches @v, then check it is exactly @v. */
+#define FX_WAIT_EQ(fx, field, v) ck_assert_uint_eq(FX_WAIT((fx), field, (v), FX_T), (v))
+
+/* Guest connects to a fresh host listener on @port: returns host fd, sets *c. */
+int fx_guest_connect(struct fx *fx, uint32_t port, uint16_t type, struct sim_conn **c, int *lfd);
+/* Host connects (CONNECT @port) to a guest listener: returns host fd, sets *c. */
+int fx_host_connect(struct fx *fx, struct sim_listener *l, uint32_t port, struct sim_conn **c,
+		    uint32_t *host_port);
+
+/* Move @len pattern bytes host->guest on (@fd, @c) and check the hash. */
+void fx_xfer_h2g(int fd, struct sim_conn *c, size_t len, uint64_t seed);
+/* Move @len pattern bytes guest->host and check the hash. */
+void fx_xfer_g2h(int fd, struct sim_conn *c, size_t len, uint64_t seed);
+
+/* Standard timeout for "eventually" in tests, ms (generous: loaded 2-core CI). */
+#define FX_T 10000
+
+/*
+ * Add a test in its own TCase named after it, so that one can be run alone
+ * with CK_RUN_CASE=<name> (and CK_FORK=no under a debugger).
+ */
+void fx_add(Suite *s, const TTest *t, int start, int end, int timeout_s);
+#define FX_ADD(s, fn, timeout) fx_add((s), (fn), 0, 1, (timeout))
+#define FX_ADD_LOOP(s, fn, n, timeout) fx_add((s), (fn), 0, (n), (timeout))
+
+int fx_run_suite(Suite *s);
+
+#endif /* SKIFF_DEVICE_FIXTURE_H */

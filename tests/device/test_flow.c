@@ -1,0 +1,531 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device tests, data flow: payload sizes over every chain shape with and
+ * without MRG_RXBUF, credit never exceeded, half-close both ways, drain
+ * before close both ways, 64 concurrent connections, a backlog-1 listener
+ * that never accepts while 50 other connections run.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "fixture.h"
+
+#define PORT 6000
+
+static uint64_t pattern_hash(size_t len, uint64_t seed)
+{
+	uint8_t *buf = malloc(65536);
+	uint64_t st = seed, h = HP_HASH_INIT;
+
+	while (len) {
+		size_t n = len < 65536 ? len : 65536;
+
+		hp_fill(&st, buf, n);
+		h = hp_hash(h, buf, n);
+		len -= n;
+	}
+	free(buf);
+	return h;
+}
+
+struct hw {
+	int fd;
+	const uint8_t *buf;
+	ssize_t rc;
+};
+
+static void *host_write_buf(void *arg)
+{
+	struct hw *w = arg;
+
+	w->rc = hp_write_all(w->fd, w->buf, 1 << 20, FX_T);
+	return NULL;
+}
+
+/*
+ * Loop index -> (MRG_RXBUF, RX buffer shape, RX buffer size):
+ * 0..3 without MRG, 4140-byte buffers (Linux 6.1), each shape;
+ * 4..7 with MRG, page-sized buffers, each shape;
+ * 8 without MRG, one 64 KiB + 44 buffer; 9 with MRG, one 64 KiB + 46 buffer.
+ */
+START_TEST(t_sizes_shapes)
+{
+	static const size_t sizes[] = { 32767, 32768, 32769, 65536, 98305 };
+	struct fx_opts o = { 0 };
+	struct sim_drv_stats st;
+	struct sim_conn *c;
+	struct fx fx;
+	int lfd, fd;
+	unsigned int i;
+	enum sim_shape s;
+
+	o.mrg = _i >= 4 && _i != 8;
+	o.drv.rx_shape = _i < 8 ? (enum sim_shape)(_i % 4) : SIM_SHAPE_LINEAR;
+	if (_i >= 8)
+		o.drv.rx_buf_size = 65536 + (o.mrg ? 46 : 44);
+	fx_setup(&fx, &o);
+	ck_assert_int_eq(!!(sim_drv_features(fx.drv) & (1ull << VIRTIO_VSOCK_F_MRG_RXBUF)), o.mrg);
+	fd = fx_guest_connect(&fx, PORT, VIRTIO_VSOCK_TYPE_STREAM, &c, &lfd);
+	for (i = 0; i < 5; i++) {
+		for (s = 0; s < SIM_SHAPE_NUM; s++) {
+			sim_drv_set_tx_shape(fx.drv, s);
+			fx_xfer_g2h(fd, c, sizes[i], 100 * i + s + 1);
+		}
+		fx_xfer_h2g(fd, c, sizes[i], 100 * i + 50);
+	}
+	sim_drv_get_stats(fx.drv, &st);
+	if (o.mrg && _i < 8)
+		ck_assert_msg(st.max_num_buffers > 1,
+			      "MRG_RXBUF negotiated but no packet spanned page buffers");
+	ck_assert_uint_le(st.max_rx_payload, 65536);
+	close(fd);
+	sim_close(c, FX_T);
+	close(lfd);
+	fx_teardown(&fx);
+}
+END_TEST
+
+/* The device never exceeds our credit, with a small odd buf_alloc and a slow guest reader. */
+START_TEST(t_credit_small_buf)
+{
+	struct fx_opts o = { .drv.buf_alloc = _i ? 70001 : 5000, .mrg = _i };
+	struct sim_conn *c;
+	struct fx fx;
+	uint8_t *buf = malloc(1 << 20), *got = malloc(1 << 20);
+	uint64_t st = 3;
+	size_t n = 0;
+	int lfd, fd;
+	struct hw w = { 0 };
+	pthread_t t;
+
+	fx_setup(&fx, &o);
+	fd = fx_guest_connect(&fx, PORT, VIRTIO_VSOCK_TYPE_STREAM, &c, &lfd);
+	hp_fill(&st, buf, 1 << 20);
+	w.fd = fd;
+	w.buf = buf;
+	ck_assert_int_eq(pthread_create(&t, NULL, host_write_buf, &w), 0);
+	while (n < (1u << 20)) {
+		ssize_t r = sim_recv(c, got + n, 777, FX_T);
+
+		ck_assert_int_gt(r, 0);
+		n += (size_t)r;
+	}
+	pthread_join(t, NULL);
+	ck_assert_int_eq(w.rc, 1 << 20);
+	ck_assert_int_eq(memcmp(buf, got, 1 << 20), 0);
+	free(buf);
+	free(got);
+	close(fd);
+	sim_close(c, FX_T);
+	close(lfd);
+	fx_teardown(&fx);
+}
+END_TEST
+
+/* Guest half-closes its sending side; the host can still send. */
+START_TEST(t_half_close_guest)
+{
+	struct sim_conn *c;
+	struct fx fx;
+	char b[8];
+	int lfd, fd;
+
+	fx_setup(&fx, NULL);
+	fd = fx_guest_connect(&fx, PORT, VIRTIO_VSOCK_TYPE_STREAM, &c, &lfd);
+	fx_xfer_g2h(fd, c, 100000, 1);
+	ck_assert_int_eq(sim_shutdown(c, VIRTIO_VSOCK_SHUTDOWN_SEND), 0);
+	ck_assert_int_eq(hp_wait_eof(fd, FX_T), 0);
+	ck_assert_int_eq(sim_send(c, "x", 1, 100), -EPIPE);
+	fx_xfer_h2g(fd, c, 300000, 2);
+	/* host closes: guest reads EOF, the connection ends */
+	close(fd);
+	ck_assert_int_eq(sim_wait_peer_shutdown(c, VIRTIO_VSOCK_SHUTDOWN_SEND, FX_T), 0);
+	ck_assert_int_eq(sim_recv(c, b, sizeof(b), FX_T), 0);
+	sim_close(c, FX_T);
+	FX_WAIT(&fx, conns_closed, 1, FX_T);
+	close(lfd);
+	fx_teardown(&fx);
+}
+END_TEST
+
+/* Host half-closes its writing side; the guest can still send. */
+START_TEST(t_half_close_host)
+{
+	struct sim_conn *c;
+	struct fx fx;
+	char b[8];
+	int lfd, fd;
+
+	fx_setup(&fx, NULL);
+	fd = fx_guest_connect(&fx, PORT, VIRTIO_VSOCK_TYPE_STREAM, &c, &lfd);
+	fx_xfer_h2g(fd, c, 100000, 3);
+	ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
+	ck_assert_int_eq(sim_wait_peer_shutdown(c, VIRTIO_VSOCK_SHUTDOWN_SEND, FX_T), 0);
+	ck_assert_int_eq(sim_recv(c, b, sizeof(b), FX_T), 0);
+	fx_xfer_g2h(fd, c, 300000, 4);
+	/* guest closes: the host reads EOF */
+	ck_assert_int_eq(sim_close(c, FX_T), 0);
+	ck_assert_int_eq(hp_wait_eof(fd, FX_T), 0);
+	close(fd);
+	close(lfd);
+	fx_teardown(&fx);
+}
+END_TEST
+
+/* Guest SHUTDOWN RCV: the host's writes fail with EPIPE (shutdown(SHUT_RD) on the host socket). */
+START_TEST(t_shutdown_rcv)
+{
+	struct sim_conn *c;
+	struct fx fx;
+	char b[4096] = { 0 };
+	int lfd, fd;
+	int64_t end;
+	ssize_t w = 0;
+
+	fx_setup(&fx, NULL);
+	fd = fx_guest_connect(&fx, PORT, VIRTIO_VSOCK_TYPE_STREAM, &c, &lfd);
+	ck_assert_int_eq(sim_shutdown(c, VIRTIO_VSOCK_SHUTDOWN_RCV), 0);
+	end = hp_now_ms() + FX_T;
+	while (hp_now_ms() < end) {
+		w = send(fd, b, sizeof(b), MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0 && errno == EPIPE)
+			break;
+		usleep(1000);
+	}
+	ck_assert_msg(w < 0 && errno == EPIPE, "host write after guest SHUTDOWN RCV: %zd", w);
+	/* the other direction still works */
+	fx_xfer_g2h(fd, c, 100000, 5);
+	close(fd);
+	sim_close(c, FX_T);
+	close(lfd);
+	fx_teardown(&fx);
+}
+END_TEST
+
+struct gsend_close {
+	struct sim_conn *c;
+	size_t len;
+	uint64_t seed;
+	ssize_t send_rc;
+	int close_rc;
+};
+
+static void *guest_send_then_close(void *arg)
+{
+	struct gsend_close *g = arg;
+	uint8_t *buf = malloc(g->len);
+	uint64_t st = g->seed;
+
+	hp_fill(&st, buf, g->len);
+	g->send_rc = sim_send(g->c, buf, g->len, FX_T);
+	g->close_rc = sim_close(g->c, FX_T);
+	free(buf);
+	return NULL;
+}
+
+/* Guest sends then closes at once: the host gets every byte, then EOF. */
+START_TEST(t_drain_close_g2h)
+{
+	struct gsend_close g = { .len = 4 << 20, .seed = 11 };
+	uint8_t *buf = malloc(4 << 20);
+	struct sim_conn *c;
+	struct fx fx;
+	int lfd, fd, sz = 4096;
+	pthread_t t;
+
+	fx_setup(&fx, NULL);
+	fd = fx_guest_connect(&fx, PORT, VIRTIO_VSOCK_TYPE_STREAM, &c, &lfd);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	g.c = c;
+	ck_assert_int_eq(pthread_create(&t, NULL, guest_send_then_close, &g), 0);
+	ck_assert_int_eq(hp_read_full(fd, buf, 4 << 20, FX_T), 4 << 20);
+	ck_assert_int_eq(hp_wait_eof(fd, FX_T), 0);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(g.send_rc, 4 << 20);
+	ck_assert_int_eq(g.close_rc, 0);
+	ck_assert(hp_hash(HP_HASH_INIT, buf, 4 << 20) == pattern_hash(4 << 20, 11));
+	free(buf);
+	close(fd);
+	close(lfd);
+	fx_teardown(&fx);
+}
+END_TEST
+
+struct hwrite_close {
+	int fd;
+	size_t len;
+	uint64_t seed;
+	ssize_t rc;
+};
+
+static void *host_write_then_close(void *arg)
+{
+	struct hwrite_close *h = arg;
+	uint8_t *buf = malloc(h->len);
+	uint64_t st = h->seed;
+
+	hp_fill(&st, buf, h->len);
+	h->rc = hp_write_all(h->fd, buf, h->len, FX_T);
+	close(h->fd);
+	free(buf);
+	return NULL;
+}
+
+/* Host writes then closes at once: the guest gets every byte, then EOF. */
+START_TEST(t_drain_close_h2g)
+{
+	static const size_t lens[] = { 100000, 300000, 4 << 20 };
+	struct hwrite_close h = { .len = lens[_i], .seed = 12 };
+	uint8_t *buf = malloc((4 << 20) + 1);
+	struct sim_conn *c;
+	struct fx fx;
+	size_t n = 0;
+	int lfd;
+	pthread_t t;
+
+	fx_setup(&fx, NULL);
+	h.fd = fx_guest_connect(&fx, PORT, VIRTIO_VSOCK_TYPE_STREAM, &c, &lfd);
+	ck_assert_int_eq(pthread_create(&t, NULL, host_write_then_close, &h), 0);
+	for (;;) {
+		ssize_t r = sim_recv(c, buf + n, (4 << 20) + 1 - n, FX_T);
+
+		ck_assert_msg(r >= 0, "sim_recv after %zu bytes: %zd", n, r);
+		if (!r)
+			break;
+		n += (size_t)r;
+	}
+	pthread_join(t, NULL);
+	ck_assert_int_eq(h.rc, (ssize_t)h.len);
+	ck_assert_uint_eq(n, h.len);
+	ck_assert(hp_hash(HP_HASH_INIT, buf, n) == pattern_hash(n, 12));
+	free(buf);
+	sim_close(c, FX_T);
+	close(lfd);
+	fx_teardown(&fx);
+}
+END_TEST
+
+/* ---- many connections ---- */
+
+enum job_kind { HOST_WRITE, HOST_READ, GUEST_SEND, GUEST_RECV };
+
+struct job {
+	enum job_kind kind;
+	int fd;
+	struct sim_conn *c;
+	size_t len;
+	uint64_t seed;
+	uint64_t hash;
+	ssize_t rc;
+	pthread_t t;
+};
+
+static void *job_run(void *arg)
+{
+	struct job *j = arg;
+	uint8_t *buf = malloc(65536);
+	uint64_t st = j->seed;
+	size_t done = 0;
+
+	j->hash = HP_HASH_INIT;
+	j->rc = 0;
+	while (done < j->len) {
+		size_t n = j->len - done < 65536 ? j->len - done : 65536;
+		ssize_t r;
+
+		switch (j->kind) {
+		case HOST_WRITE:
+			hp_fill(&st, buf, n);
+			r = hp_write_all(j->fd, buf, n, FX_T);
+			break;
+		case GUEST_SEND:
+			hp_fill(&st, buf, n);
+			r = sim_send(j->c, buf, n, FX_T);
+			break;
+		case HOST_READ:
+			r = hp_read_full(j->fd, buf, n, FX_T);
+			if (r == 0)
+				r = -EPIPE;
+			break;
+		default:
+			r = sim_recv(j->c, buf, n, FX_T);
+			if (r == 0)
+				r = -EPIPE;
+			break;
+		}
+		if (r < 0) {
+			j->rc = r;
+			break;
+		}
+		if (j->kind == HOST_READ || j->kind == GUEST_RECV)
+			j->hash = hp_hash(j->hash, buf, (size_t)r);
+		done += (size_t)r;
+	}
+	if (!j->rc)
+		j->rc = (ssize_t)done;
+	free(buf);
+	return NULL;
+}
+
+struct pair {
+	int fd;
+	struct sim_conn *c;
+	struct job j[4];
+};
+
+static void pair_start(struct pair *p, size_t g2h, size_t h2g, uint64_t seed)
+{
+	const enum job_kind kinds[4] = { GUEST_SEND, HOST_READ, HOST_WRITE, GUEST_RECV };
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		struct job *j = &p->j[i];
+
+		j->kind = kinds[i];
+		j->fd = p->fd;
+		j->c = p->c;
+		j->len = i < 2 ? g2h : h2g;
+		j->seed = i < 2 ? seed : seed + 1;
+		ck_assert_int_eq(pthread_create(&j->t, NULL, job_run, j), 0);
+	}
+}
+
+static void pair_check(struct pair *p, int idx)
+{
+	int i;
+
+	for (i = 0; i < 4; i++)
+		pthread_join(p->j[i].t, NULL);
+	for (i = 0; i < 4; i++)
+		ck_assert_msg(p->j[i].rc == (ssize_t)p->j[i].len, "conn %d job %d: %zd of %zu", idx,
+			      i, p->j[i].rc, p->j[i].len);
+	ck_assert_msg(p->j[1].hash == pattern_hash(p->j[1].len, p->j[1].seed),
+		      "conn %d: guest->host hash differs", idx);
+	ck_assert_msg(p->j[3].hash == pattern_hash(p->j[3].len, p->j[3].seed),
+		      "conn %d: host->guest hash differs", idx);
+}
+
+/* 64 connections (half guest-, half host-initiated), both ways, random sizes. */
+START_TEST(t_64_conns)
+{
+	struct fx_opts o = { .mrg = _i, .rx_threads = 2 };
+	struct pair *p = calloc(64, sizeof(*p));
+	struct sim_listener *l;
+	uint64_t rnd = 0x1234567 + _i;
+	struct fx fx;
+	int lfd, i;
+
+	fx_setup(&fx, &o);
+	lfd = hp_listen_port(fx.uds, PORT, 64, 0);
+	ck_assert_int_eq(sim_listen(fx.drv, PORT, VIRTIO_VSOCK_TYPE_STREAM, 64, &l), 0);
+	for (i = 0; i < 64; i++) {
+		if (i & 1) {
+			p[i].fd = fx_host_connect(&fx, l, PORT, &p[i].c, NULL);
+		} else {
+			ck_assert_int_eq(
+				sim_connect(fx.drv, PORT, VIRTIO_VSOCK_TYPE_STREAM, FX_T, &p[i].c),
+				0);
+			p[i].fd = hp_accept(lfd, FX_T);
+			ck_assert_int_ge(p[i].fd, 0);
+		}
+	}
+	for (i = 0; i < 64; i++)
+		pair_start(&p[i], hp_rand(&rnd) % 400000, hp_rand(&rnd) % 400000, 1000 + 2 * i);
+	for (i = 0; i < 64; i++)
+		pair_check(&p[i], i);
+	for (i = 0; i < 64; i++) {
+		close(p[i].fd);
+		sim_close(p[i].c, FX_T);
+	}
+	FX_WAIT(&fx, conns_closed, 64, FX_T);
+	sim_unlisten(l);
+	close(lfd);
+	free(p);
+	fx_teardown(&fx);
+}
+END_TEST
+
+struct stuck {
+	struct sim_drv *drv;
+	int rc;
+	struct sim_conn *c;
+	pthread_t t;
+};
+
+static void *stuck_connect(void *arg)
+{
+	struct stuck *s = arg;
+
+	s->rc = sim_connect(s->drv, PORT + 1, VIRTIO_VSOCK_TYPE_STREAM, FX_T, &s->c);
+	return NULL;
+}
+
+/* A backlog-1 host listener that never accepts must not hold up 50 other connections. */
+START_TEST(t_backlog1_listener)
+{
+	struct pair *p = calloc(50, sizeof(*p));
+	struct stuck st[8];
+	struct fx fx;
+	int lfd, slfd, i;
+
+	fx_setup(&fx, NULL);
+	slfd = hp_listen_port(fx.uds, PORT + 1, 1, 0);
+	lfd = hp_listen_port(fx.uds, PORT, 64, 0);
+	for (i = 0; i < 8; i++) {
+		st[i].drv = fx.drv;
+		ck_assert_int_eq(pthread_create(&st[i].t, NULL, stuck_connect, &st[i]), 0);
+	}
+	for (i = 0; i < 50; i++) {
+		ck_assert_int_eq(sim_connect(fx.drv, PORT, VIRTIO_VSOCK_TYPE_STREAM, FX_T, &p[i].c),
+				 0);
+		p[i].fd = hp_accept(lfd, FX_T);
+		ck_assert_int_ge(p[i].fd, 0);
+	}
+	for (i = 0; i < 50; i++)
+		pair_start(&p[i], 262144, 262144, 5000 + 2 * i);
+	for (i = 0; i < 50; i++)
+		pair_check(&p[i], i);
+	/* each connect to the stuck listener ended: RESPONSE (queued) or RST (refused) */
+	for (i = 0; i < 8; i++) {
+		pthread_join(st[i].t, NULL);
+		ck_assert_msg(st[i].rc == 0 || st[i].rc == -ECONNRESET, "stuck connect %d: %d", i,
+			      st[i].rc);
+		if (!st[i].rc)
+			sim_abort(st[i].c);
+	}
+	for (i = 0; i < 50; i++) {
+		close(p[i].fd);
+		sim_close(p[i].c, FX_T);
+	}
+	close(slfd);
+	close(lfd);
+	free(p);
+	fx_teardown(&fx);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("device_flow");
+
+	FX_ADD_LOOP(s, t_sizes_shapes, 10, 50);
+	FX_ADD_LOOP(s, t_credit_small_buf, 2, 50);
+	FX_ADD(s, t_half_close_guest, 50);
+	FX_ADD(s, t_half_close_host, 50);
+	FX_ADD(s, t_shutdown_rcv, 50);
+	FX_ADD(s, t_drain_close_g2h, 50);
+	FX_ADD_LOOP(s, t_drain_close_h2g, 3, 50);
+	FX_ADD_LOOP(s, t_64_conns, 2, 50);
+	FX_ADD(s, t_backlog1_listener, 50);
+	return s;
+}
+
+int main(void)
+{
+	return fx_run_suite(suite());
+}
