@@ -159,9 +159,16 @@ static void __vmmio_reset(struct virtio_mmio *d)
 /* DRIVER_OK: hand the queues to the device and start it. Called with d->lock held. */
 static int __vmmio_start(struct virtio_mmio *d)
 {
+	struct vsock_mem_region region = { .gpa = 0,
+					   .size = d->vm->mem.size,
+					   .hva = d->vm->mem.hva };
 	unsigned int i;
 	int err;
 
+	/* A device reset forgets the memory table: give it again on every start. */
+	err = vsock_dev_set_mem(d->dev, &region, 1);
+	if (err)
+		return err;
 	for (i = 0; i < VSOCK_VQ_NUM; i++) {
 		struct vsock_vring_config vc = {
 			.num = d->q[i].num,
