@@ -213,6 +213,7 @@ START_TEST(reset_closes_everything_and_recovers)
 	ck_assert_int_eq(read(pend, buf, sizeof(buf)) <= 0, 1); /* never "OK" */
 	close(fd);
 	close(pend);
+	sim_abort(c); /* the guest side of the reset connection */
 	/* Usable again, host-initiated this time too. */
 	ck_assert_int_eq(sim_drv_attach(d.drv, d.dev), 0);
 	roundtrip(&d, 7001, 100000, 9);
