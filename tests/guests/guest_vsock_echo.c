@@ -108,10 +108,7 @@ int guest_main(const char *cmdline, uint64_t mem_size)
 			gv_poll(&gv);
 	}
 	guest_report(8, rdtsc() - t0);
-	if (gv.state != GV_CLOSED)
-		gv_rst(&gv);
-	while (gv.tx_nfree != GV_TX_SLOTS) /* the RST has left the queue */
-		gv_poll(&gv);
+	gv_close(&gv);
 	guest_report(2, sent);
 	guest_report(3, fnv_tx);
 	guest_report(4, rx.off);

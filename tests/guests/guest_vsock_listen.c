@@ -77,9 +77,6 @@ int guest_main(const char *cmdline, uint64_t mem_size)
 	guest_report(2, tail);
 	guest_report(4, head);
 	guest_report(5, fnv);
-	if (gv.state != GV_CLOSED)
-		gv_rst(&gv);
-	while (gv.tx_nfree != GV_TX_SLOTS)
-		gv_poll(&gv);
+	gv_close(&gv);
 	return ret;
 }

@@ -353,3 +353,14 @@ int gv_accept(struct gv *d, uint32_t port)
 		gv_poll(d);
 	return d->state == GV_CONNECTED ? 0 : -1;
 }
+
+void gv_close(struct gv *d)
+{
+	if (d->state == GV_CONNECTED) {
+		gv_shutdown(d, VIRTIO_VSOCK_SHUTDOWN_RCV | VIRTIO_VSOCK_SHUTDOWN_SEND);
+		while (d->state != GV_CLOSED)
+			gv_poll(d);
+	}
+	while (d->tx_nfree != GV_TX_SLOTS)
+		gv_poll(d);
+}

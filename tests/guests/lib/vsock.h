@@ -77,6 +77,13 @@ void gv_poll(struct gv *d);
 void gv_shutdown(struct gv *d, uint32_t flags);
 void gv_rst(struct gv *d);
 
+/*
+ * gv_close() - orderly close: SHUTDOWN both ways, then wait for the device's
+ * RST, which it sends once everything the guest sent reached the host
+ * socket. Returns with the TX queue empty.
+ */
+void gv_close(struct gv *d);
+
 /* Total QueueNotify writes over all queues. */
 uint64_t gv_kicks(const struct gv *d);
 
