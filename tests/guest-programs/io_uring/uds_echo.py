@@ -21,12 +21,15 @@ import threading
 def serve(conn, totals, lock):
     n = 0
     with conn:
-        while True:
-            data = conn.recv(65536)
-            if not data:
-                break
-            conn.sendall(data)
-            n += len(data)
+        try:
+            while True:
+                data = conn.recv(65536)
+                if not data:
+                    break
+                conn.sendall(data)
+                n += len(data)
+        except (ConnectionResetError, BrokenPipeError):
+            pass  # the guest gave up on this connection (e.g. an interrupted connect)
     with lock:
         totals["bytes"] += n
 

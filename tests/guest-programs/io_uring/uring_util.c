@@ -57,17 +57,24 @@ int vsock_listen(int type, unsigned int port)
 int vsock_connect(int type, unsigned int cid, unsigned int port)
 {
 	struct sockaddr_vm a = vm_addr(cid, port);
-	int fd, err;
+	int fd, err, tries;
 
-	fd = socket(AF_VSOCK, type, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+	/*
+	 * io_uring task work (from a ring being torn down, for instance) sets
+	 * TIF_NOTIFY_SIGNAL, which interrupts vsock's connect wait with -EINTR
+	 * and leaves the socket closed: retry on a fresh socket.
+	 */
+	for (tries = 0;; tries++) {
+		fd = socket(AF_VSOCK, type, 0);
+		if (fd < 0)
+			return -errno;
+		if (!connect(fd, (struct sockaddr *)&a, sizeof(a)))
+			return fd;
 		err = -errno;
 		close(fd);
-		return err;
+		if (err != -EINTR || tries == 10)
+			return err;
 	}
-	return fd;
 }
 
 int vsock_loop_pair(int type, unsigned int port, int *client, int *server)
