@@ -152,7 +152,7 @@ static void *host_writer(void *arg)
 	return NULL;
 }
 
-static uint64_t pattern_hash(size_t len, uint64_t seed)
+uint64_t fx_pattern_hash(size_t len, uint64_t seed)
 {
 	uint8_t *buf = malloc(65536);
 	uint64_t st = seed, h = HP_HASH_INIT;
@@ -190,7 +190,7 @@ void fx_xfer_h2g(int fd, struct sim_conn *c, size_t len, uint64_t seed)
 	free(buf);
 	ck_assert_int_eq(w.rc, 0);
 	ck_assert_uint_eq(got, len);
-	ck_assert_msg(h == pattern_hash(len, seed), "host->guest hash differs (%zu bytes)", len);
+	ck_assert_msg(h == fx_pattern_hash(len, seed), "host->guest hash differs (%zu bytes)", len);
 }
 
 struct gsender {
@@ -245,7 +245,89 @@ void fx_xfer_g2h(int fd, struct sim_conn *c, size_t len, uint64_t seed)
 	pthread_join(t, NULL);
 	free(buf);
 	ck_assert_msg(g.rc == 0, "sim_send: %zd", g.rc);
-	ck_assert_msg(h == pattern_hash(len, seed), "guest->host hash differs (%zu bytes)", len);
+	ck_assert_msg(h == fx_pattern_hash(len, seed), "guest->host hash differs (%zu bytes)", len);
+}
+
+/* ---- connection pairs moving data both ways ---- */
+
+static void *job_run(void *arg)
+{
+	struct fx_job *j = arg;
+	uint8_t *buf = malloc(65536);
+	uint64_t st = j->seed;
+	size_t done = 0;
+
+	j->hash = HP_HASH_INIT;
+	j->rc = 0;
+	while (done < j->len) {
+		size_t n = j->len - done < 65536 ? j->len - done : 65536;
+		ssize_t r;
+
+		switch (j->kind) {
+		case FX_HOST_WRITE:
+			hp_fill(&st, buf, n);
+			r = hp_write_all(j->fd, buf, n, FX_T);
+			break;
+		case FX_GUEST_SEND:
+			hp_fill(&st, buf, n);
+			r = sim_send(j->c, buf, n, FX_T);
+			break;
+		case FX_HOST_READ:
+			r = hp_read_full(j->fd, buf, n, FX_T);
+			if (r == 0)
+				r = -EPIPE;
+			break;
+		default:
+			r = sim_recv(j->c, buf, n, FX_T);
+			if (r == 0)
+				r = -EPIPE;
+			break;
+		}
+		if (r < 0) {
+			j->rc = r;
+			break;
+		}
+		if (j->kind == FX_HOST_READ || j->kind == FX_GUEST_RECV)
+			j->hash = hp_hash(j->hash, buf, (size_t)r);
+		done += (size_t)r;
+	}
+	if (!j->rc)
+		j->rc = (ssize_t)done;
+	free(buf);
+	return NULL;
+}
+
+void fx_pair_start(struct fx_pair *p, size_t g2h, size_t h2g, uint64_t seed)
+{
+	const enum fx_job_kind kinds[4] = { FX_GUEST_SEND, FX_HOST_READ, FX_HOST_WRITE,
+					    FX_GUEST_RECV };
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		struct fx_job *j = &p->j[i];
+
+		j->kind = kinds[i];
+		j->fd = p->fd;
+		j->c = p->c;
+		j->len = i < 2 ? g2h : h2g;
+		j->seed = i < 2 ? seed : seed + 1;
+		ck_assert_int_eq(pthread_create(&j->t, NULL, job_run, j), 0);
+	}
+}
+
+void fx_pair_check(struct fx_pair *p, int idx)
+{
+	int i;
+
+	for (i = 0; i < 4; i++)
+		pthread_join(p->j[i].t, NULL);
+	for (i = 0; i < 4; i++)
+		ck_assert_msg(p->j[i].rc == (ssize_t)p->j[i].len, "conn %d job %d: %zd of %zu", idx,
+			      i, p->j[i].rc, p->j[i].len);
+	ck_assert_msg(p->j[1].hash == fx_pattern_hash(p->j[1].len, p->j[1].seed),
+		      "conn %d: guest->host hash differs", idx);
+	ck_assert_msg(p->j[3].hash == fx_pattern_hash(p->j[3].len, p->j[3].seed),
+		      "conn %d: host->guest hash differs", idx);
 }
 
 void fx_add(Suite *s, const TTest *t, int start, int end, int timeout_s)

@@ -9,6 +9,7 @@
 #define SKIFF_DEVICE_FIXTURE_H
 
 #include <check.h>
+#include <pthread.h>
 #include <stddef.h>
 
 #include "host_peer.h"
@@ -59,6 +60,36 @@ int fx_host_connect(struct fx *fx, struct sim_listener *l, uint32_t port, struct
 void fx_xfer_h2g(int fd, struct sim_conn *c, size_t len, uint64_t seed);
 /* Move @len pattern bytes guest->host and check the hash. */
 void fx_xfer_g2h(int fd, struct sim_conn *c, size_t len, uint64_t seed);
+
+/* FNV-1a hash of the first @len bytes of the hp_fill() pattern from @seed. */
+uint64_t fx_pattern_hash(size_t len, uint64_t seed);
+
+/*
+ * A connection moving pattern data both ways at once, one thread per
+ * direction and side (guest send, host read, host write, guest recv).
+ * fx_pair_check() joins them and checks lengths and hashes.
+ */
+enum fx_job_kind { FX_HOST_WRITE, FX_HOST_READ, FX_GUEST_SEND, FX_GUEST_RECV };
+
+struct fx_job {
+	enum fx_job_kind kind;
+	int fd;
+	struct sim_conn *c;
+	size_t len;
+	uint64_t seed;
+	uint64_t hash;
+	ssize_t rc;
+	pthread_t t;
+};
+
+struct fx_pair {
+	int fd;
+	struct sim_conn *c;
+	struct fx_job j[4];
+};
+
+void fx_pair_start(struct fx_pair *p, size_t g2h, size_t h2g, uint64_t seed);
+void fx_pair_check(struct fx_pair *p, int idx);
 
 /* Standard timeout for "eventually" in tests, ms (generous: loaded 2-core CI). */
 #define FX_T 10000

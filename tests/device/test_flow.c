@@ -17,22 +17,6 @@
 
 #define PORT 6000
 
-static uint64_t pattern_hash(size_t len, uint64_t seed)
-{
-	uint8_t *buf = malloc(65536);
-	uint64_t st = seed, h = HP_HASH_INIT;
-
-	while (len) {
-		size_t n = len < 65536 ? len : 65536;
-
-		hp_fill(&st, buf, n);
-		h = hp_hash(h, buf, n);
-		len -= n;
-	}
-	free(buf);
-	return h;
-}
-
 struct hw {
 	int fd;
 	const uint8_t *buf;
@@ -248,7 +232,7 @@ START_TEST(t_drain_close_g2h)
 	pthread_join(t, NULL);
 	ck_assert_int_eq(g.send_rc, 4 << 20);
 	ck_assert_int_eq(g.close_rc, 0);
-	ck_assert(hp_hash(HP_HASH_INIT, buf, 4 << 20) == pattern_hash(4 << 20, 11));
+	ck_assert(hp_hash(HP_HASH_INIT, buf, 4 << 20) == fx_pattern_hash(4 << 20, 11));
 	free(buf);
 	close(fd);
 	close(lfd);
@@ -302,7 +286,7 @@ START_TEST(t_drain_close_h2g)
 	pthread_join(t, NULL);
 	ck_assert_int_eq(h.rc, (ssize_t)h.len);
 	ck_assert_uint_eq(n, h.len);
-	ck_assert(hp_hash(HP_HASH_INIT, buf, n) == pattern_hash(n, 12));
+	ck_assert(hp_hash(HP_HASH_INIT, buf, n) == fx_pattern_hash(n, 12));
 	free(buf);
 	sim_close(c, FX_T);
 	close(lfd);
@@ -310,111 +294,11 @@ START_TEST(t_drain_close_h2g)
 }
 END_TEST
 
-/* ---- many connections ---- */
-
-enum job_kind { HOST_WRITE, HOST_READ, GUEST_SEND, GUEST_RECV };
-
-struct job {
-	enum job_kind kind;
-	int fd;
-	struct sim_conn *c;
-	size_t len;
-	uint64_t seed;
-	uint64_t hash;
-	ssize_t rc;
-	pthread_t t;
-};
-
-static void *job_run(void *arg)
-{
-	struct job *j = arg;
-	uint8_t *buf = malloc(65536);
-	uint64_t st = j->seed;
-	size_t done = 0;
-
-	j->hash = HP_HASH_INIT;
-	j->rc = 0;
-	while (done < j->len) {
-		size_t n = j->len - done < 65536 ? j->len - done : 65536;
-		ssize_t r;
-
-		switch (j->kind) {
-		case HOST_WRITE:
-			hp_fill(&st, buf, n);
-			r = hp_write_all(j->fd, buf, n, FX_T);
-			break;
-		case GUEST_SEND:
-			hp_fill(&st, buf, n);
-			r = sim_send(j->c, buf, n, FX_T);
-			break;
-		case HOST_READ:
-			r = hp_read_full(j->fd, buf, n, FX_T);
-			if (r == 0)
-				r = -EPIPE;
-			break;
-		default:
-			r = sim_recv(j->c, buf, n, FX_T);
-			if (r == 0)
-				r = -EPIPE;
-			break;
-		}
-		if (r < 0) {
-			j->rc = r;
-			break;
-		}
-		if (j->kind == HOST_READ || j->kind == GUEST_RECV)
-			j->hash = hp_hash(j->hash, buf, (size_t)r);
-		done += (size_t)r;
-	}
-	if (!j->rc)
-		j->rc = (ssize_t)done;
-	free(buf);
-	return NULL;
-}
-
-struct pair {
-	int fd;
-	struct sim_conn *c;
-	struct job j[4];
-};
-
-static void pair_start(struct pair *p, size_t g2h, size_t h2g, uint64_t seed)
-{
-	const enum job_kind kinds[4] = { GUEST_SEND, HOST_READ, HOST_WRITE, GUEST_RECV };
-	int i;
-
-	for (i = 0; i < 4; i++) {
-		struct job *j = &p->j[i];
-
-		j->kind = kinds[i];
-		j->fd = p->fd;
-		j->c = p->c;
-		j->len = i < 2 ? g2h : h2g;
-		j->seed = i < 2 ? seed : seed + 1;
-		ck_assert_int_eq(pthread_create(&j->t, NULL, job_run, j), 0);
-	}
-}
-
-static void pair_check(struct pair *p, int idx)
-{
-	int i;
-
-	for (i = 0; i < 4; i++)
-		pthread_join(p->j[i].t, NULL);
-	for (i = 0; i < 4; i++)
-		ck_assert_msg(p->j[i].rc == (ssize_t)p->j[i].len, "conn %d job %d: %zd of %zu", idx,
-			      i, p->j[i].rc, p->j[i].len);
-	ck_assert_msg(p->j[1].hash == pattern_hash(p->j[1].len, p->j[1].seed),
-		      "conn %d: guest->host hash differs", idx);
-	ck_assert_msg(p->j[3].hash == pattern_hash(p->j[3].len, p->j[3].seed),
-		      "conn %d: host->guest hash differs", idx);
-}
-
 /* 64 connections (half guest-, half host-initiated), both ways, random sizes. */
 START_TEST(t_64_conns)
 {
 	struct fx_opts o = { .mrg = _i, .rx_threads = 2 };
-	struct pair *p = calloc(64, sizeof(*p));
+	struct fx_pair *p = calloc(64, sizeof(*p));
 	struct sim_listener *l;
 	uint64_t rnd = 0x1234567 + _i;
 	struct fx fx;
@@ -435,9 +319,9 @@ START_TEST(t_64_conns)
 		}
 	}
 	for (i = 0; i < 64; i++)
-		pair_start(&p[i], hp_rand(&rnd) % 400000, hp_rand(&rnd) % 400000, 1000 + 2 * i);
+		fx_pair_start(&p[i], hp_rand(&rnd) % 400000, hp_rand(&rnd) % 400000, 1000 + 2 * i);
 	for (i = 0; i < 64; i++)
-		pair_check(&p[i], i);
+		fx_pair_check(&p[i], i);
 	for (i = 0; i < 64; i++) {
 		close(p[i].fd);
 		sim_close(p[i].c, FX_T);
@@ -468,7 +352,7 @@ static void *stuck_connect(void *arg)
 /* A backlog-1 host listener that never accepts must not hold up 50 other connections. */
 START_TEST(t_backlog1_listener)
 {
-	struct pair *p = calloc(50, sizeof(*p));
+	struct fx_pair *p = calloc(50, sizeof(*p));
 	struct stuck st[8];
 	struct fx fx;
 	int lfd, slfd, i;
@@ -487,9 +371,9 @@ START_TEST(t_backlog1_listener)
 		ck_assert_int_ge(p[i].fd, 0);
 	}
 	for (i = 0; i < 50; i++)
-		pair_start(&p[i], 262144, 262144, 5000 + 2 * i);
+		fx_pair_start(&p[i], 262144, 262144, 5000 + 2 * i);
 	for (i = 0; i < 50; i++)
-		pair_check(&p[i], i);
+		fx_pair_check(&p[i], i);
 	/* each connect to the stuck listener ended: RESPONSE (queued) or RST (refused) */
 	for (i = 0; i < 8; i++) {
 		pthread_join(st[i].t, NULL);
