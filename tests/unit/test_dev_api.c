@@ -193,7 +193,7 @@ START_TEST(reset_closes_everything_and_recovers)
 	struct dut d;
 	uint32_t hport;
 	char buf[16];
-	int lfd, fd, pend, fd2;
+	int lfd, fd, pend, fd2, rc;
 
 	dut_up(&d, "reset", 3);
 	lfd = hp_listen_port(d.uds, 7000, 4, 0);
@@ -208,8 +208,10 @@ START_TEST(reset_closes_everything_and_recovers)
 	ck_assert_int_eq(sim_drv_reset(d.drv), 0);
 	vsock_dev_get_counters(d.dev, &c1);
 	ck_assert_uint_eq(c1.dev_resets, c0.dev_resets + 1);
-	ck_assert_int_eq(hp_wait_eof(fd, T) == 0 || hp_wait_eof(fd, T) == -ECONNRESET, 1);
-	ck_assert_int_eq(hp_wait_eof(pend, T) == 0 || hp_wait_eof(pend, T) == -ECONNRESET, 1);
+	rc = hp_wait_eof(fd, T);
+	ck_assert_msg(rc == 0 || rc == -ECONNRESET, "host end of a live connection: %d", rc);
+	rc = hp_wait_eof(pend, T);
+	ck_assert_msg(rc == 0 || rc == -ECONNRESET, "pending CONNECT socket: %d", rc);
 	ck_assert_int_eq(read(pend, buf, sizeof(buf)) <= 0, 1); /* never "OK" */
 	close(fd);
 	close(pend);

@@ -105,6 +105,9 @@ struct conn {
 	bool on_work; /* on pump->work or pump->blocked (pump->lock) */
 	struct conn *work_next; /* pump->lock */
 	struct conn *hash_next; /* muxer lock */
+	struct conn *timed_next; /* dev->timed_lock */
+	bool on_timed; /* dev->timed_lock */
+	int64_t deadline_ms; /* c->lock; CLOCK_MONOTONIC */
 	bool in_table; /* muxer lock */
 
 	/* Guest-to-host credit (we are the receiver). */

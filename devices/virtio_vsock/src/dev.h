@@ -36,6 +36,9 @@
 #define RX_SLOT_IOV 64u /* iovecs per RX chain */
 #define RX_BATCH 64u /* RX chains a pump reserves at once */
 #define TX_CHAIN_IOV 1024u
+#define DEV_CONNECT_TIMEOUT_MS 2000 /* guest answer to a host-initiated REQUEST */
+#define DEV_CLOSE_TIMEOUT_MS 2000 /* guest RST after our SHUTDOWN RCV|SEND */
+#define DEV_TIMER_TICK_MS 250
 
 /* One reserved RX chain. */
 struct rx_slot {
@@ -81,7 +84,7 @@ struct pending_connect {
 };
 
 /* Tags of the control thread's epoll sources. */
-enum { SRC_WAKE, SRC_LISTEN, SRC_KICK_RX, SRC_KICK_TX, SRC_KICK_EVENT, SRC_PENDING };
+enum { SRC_WAKE, SRC_LISTEN, SRC_KICK_RX, SRC_KICK_TX, SRC_KICK_EVENT, SRC_PENDING, SRC_TIMER };
 
 struct ctl_src {
 	int kind;
@@ -124,7 +127,11 @@ struct vsock_dev {
 	int ctl_epfd;
 	int ctl_wake_fd;
 	atomic_bool stopping;
-	struct ctl_src src_wake, src_listen, src_kick[VSOCK_VQ_NUM];
+	struct ctl_src src_wake, src_listen, src_kick[VSOCK_VQ_NUM], src_timer;
+	int timer_fd; /* timerfd ticking while timed is not empty */
+
+	pthread_mutex_t timed_lock; /* protects timed and every conn's timed_next/on_timed */
+	struct conn *timed; /* connections with a deadline (kill queue) */
 	struct pending_connect *pending; /* control thread; drained on reset */
 	unsigned int n_pending;
 	uint32_t next_host_port; /* control thread */
@@ -177,10 +184,18 @@ void pump_rx_kicked(struct vsock_dev *dev);
  */
 void rx_return_all(struct vsock_dev *dev, bool give_back);
 
+/*
+ * dev_watch_deadline() - give @c a deadline of @ms from now for its current
+ * waiting state (HOST_CONNECTING, or our SHUTDOWN RCV|SEND sent); when it is
+ * still in that state then, it is reset. Caller holds c->lock.
+ */
+void dev_watch_deadline(struct conn *c, unsigned int ms);
+
 /* dev_ctl.c */
 int ctl_start(struct vsock_dev *dev);
 void ctl_stop(struct vsock_dev *dev);
 void ctl_drop_pending(struct vsock_dev *dev);
+void ctl_drop_timed(struct vsock_dev *dev);
 
 /* host_uds.c */
 #include "host_uds.h"

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "conn.h"
@@ -63,6 +65,120 @@ void dev_reply_rst(struct vsock_dev *dev, const struct virtio_vsock_hdr *in)
 	};
 
 	dev_queue_raw(dev, &h);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void timer_arm(struct vsock_dev *dev, bool on)
+{
+	struct itimerspec its = { 0 };
+
+	if (on) {
+		its.it_value.tv_nsec = DEV_TIMER_TICK_MS * 1000000L;
+		its.it_interval = its.it_value;
+	}
+	timerfd_settime(dev->timer_fd, 0, &its, NULL);
+}
+
+void dev_watch_deadline(struct conn *c, unsigned int ms)
+{
+	struct vsock_dev *dev = c->dev;
+	bool first = false;
+
+	c->deadline_ms = now_ms() + ms;
+	pthread_mutex_lock(&dev->timed_lock);
+	if (!c->on_timed) {
+		conn_get(c);
+		c->on_timed = true;
+		first = !dev->timed;
+		c->timed_next = dev->timed;
+		dev->timed = c;
+	}
+	pthread_mutex_unlock(&dev->timed_lock);
+	if (first)
+		timer_arm(dev, true);
+}
+
+/* Is @c still waiting for the guest? (caller holds c->lock) */
+static bool still_waiting(const struct conn *c)
+{
+	if (c->state == CONN_HOST_CONNECTING)
+		return true;
+	return c->state == CONN_ESTABLISHED && (c->local_shut & 3u) == 3u;
+}
+
+/* Timer tick: reset connections whose deadline passed (the kill queue). */
+static void timer_tick(struct vsock_dev *dev)
+{
+	struct conn *list, *keep = NULL;
+	int64_t now = now_ms();
+	bool empty;
+
+	pthread_mutex_lock(&dev->timed_lock);
+	list = dev->timed;
+	dev->timed = NULL;
+	pthread_mutex_unlock(&dev->timed_lock);
+	while (list) {
+		struct conn *c = list;
+		bool waiting;
+
+		list = c->timed_next;
+		pthread_mutex_lock(&c->lock);
+		waiting = still_waiting(c);
+		/*
+		 * After our SHUTDOWN, a guest still reading what we sent is
+		 * not late: the clock starts once it consumed everything.
+		 */
+		if (waiting && c->state == CONN_ESTABLISHED && c->peer_fwd_cnt != c->h2g_sent)
+			c->deadline_ms = now + DEV_CLOSE_TIMEOUT_MS;
+		if (waiting && now >= c->deadline_ms) {
+			conn_reset(c, true);
+			waiting = false;
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (waiting) {
+			c->timed_next = keep;
+			keep = c;
+			continue;
+		}
+		pthread_mutex_lock(&dev->timed_lock);
+		c->on_timed = false;
+		pthread_mutex_unlock(&dev->timed_lock);
+		conn_put(c);
+	}
+	pthread_mutex_lock(&dev->timed_lock);
+	while (keep) {
+		struct conn *c = keep;
+
+		keep = c->timed_next;
+		c->timed_next = dev->timed;
+		dev->timed = c;
+	}
+	empty = !dev->timed;
+	pthread_mutex_unlock(&dev->timed_lock);
+	if (empty)
+		timer_arm(dev, false);
+}
+
+/* Forget every deadline (threads stopped: reset, destroy). */
+void ctl_drop_timed(struct vsock_dev *dev)
+{
+	pthread_mutex_lock(&dev->timed_lock);
+	while (dev->timed) {
+		struct conn *c = dev->timed;
+
+		dev->timed = c->timed_next;
+		c->on_timed = false;
+		conn_put(c);
+	}
+	pthread_mutex_unlock(&dev->timed_lock);
+	timer_arm(dev, false);
 }
 
 /* Guest REQUEST for a port nobody has a connection on: connect "<uds>_<port>". */
@@ -257,10 +373,12 @@ static void host_connect(struct vsock_dev *dev, struct pending_connect *pc, uint
 	}
 	CTR_ADD(dev, conns_opened, 1);
 	pthread_mutex_lock(&c->lock);
-	if (pump_watch(c))
+	if (pump_watch(c)) {
 		conn_reset(c, false);
-	else
+	} else {
 		conn_schedule(c);
+		dev_watch_deadline(c, DEV_CONNECT_TIMEOUT_MS);
+	}
 	pthread_mutex_unlock(&c->lock);
 	conn_put(c);
 out:
@@ -366,6 +484,10 @@ static void *ctl_main(void *arg)
 			case SRC_PENDING:
 				handle_pending(dev, (struct pending_connect *)src);
 				break;
+			case SRC_TIMER:
+				drain_fd(dev->timer_fd);
+				timer_tick(dev);
+				break;
 			}
 		}
 		if (poll_mode) {
@@ -397,6 +519,8 @@ int ctl_start(struct vsock_dev *dev)
 	int ret;
 
 	ret = ctl_add(dev, dev->listen_fd, &dev->src_listen, SRC_LISTEN);
+	if (!ret)
+		ret = ctl_add(dev, dev->timer_fd, &dev->src_timer, SRC_TIMER);
 	for (q = 0; q < VSOCK_VQ_NUM && !ret; q++)
 		if (dev->vring_set[q])
 			ret = ctl_add(dev, dev->vring[q].kick_fd, &dev->src_kick[q], kinds[q]);
@@ -412,6 +536,7 @@ err:
 		if (dev->vring_set[q] && dev->vring[q].kick_fd >= 0)
 			epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->vring[q].kick_fd, NULL);
 	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->listen_fd, NULL);
+	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->timer_fd, NULL);
 	return ret;
 }
 
@@ -432,4 +557,5 @@ void ctl_stop(struct vsock_dev *dev)
 		if (dev->vring_set[q] && dev->vring[q].kick_fd >= 0)
 			epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->vring[q].kick_fd, NULL);
 	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->listen_fd, NULL);
+	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->timer_fd, NULL);
 }

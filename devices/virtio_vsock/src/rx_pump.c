@@ -558,6 +558,8 @@ static enum serve_result serve(struct pump *p, struct conn *c)
 			if (!ret) {
 				c->pending &= ~PEND_SHUTDOWN;
 				c->local_shut |= c->shut_to_send;
+				if ((c->local_shut & 3u) == 3u)
+					dev_watch_deadline(c, DEV_CLOSE_TIMEOUT_MS);
 			}
 		} else {
 			break;
