@@ -21,7 +21,8 @@
  * Receive calls and the exact hint come from the test-only probe
  * (guest-kernel-patches/test-only/recv-count-*.patch): getsockopt() options
  * SO_VM_SOCKETS_TEST_RECV_CALLS and SO_VM_SOCKETS_TEST_LAST_INQ. Without it
- * the checks that need it are skipped and the flag checks still run.
+ * (the line "# receive probe ...: absent") the count and exact-hint checks
+ * are left out and only the CQE flag checks run.
  *
  * Peer: by default everything runs over vsock loopback (CID 1) inside the
  * guest, the ping-pong against an echo thread. With --peer-cid CID --port P
@@ -33,6 +34,8 @@
  *                         [--max-calls-per-cqe X] [--bench] [--only NAME]
  *                         [--timeout S] [--list]
  *   --messages N   ping-pong length (default 5000)
+ *   --max-calls-per-cqe X   ping-pong limit on receive calls per data CQE
+ *                  (default 1.05)
  *   --bench        run only the RECV ping-pong and print its metric line;
  *                  exit 0 if it completed (for A/B timing: run it 25 times
  *                  per kernel and compare the cpu_s and wall_s medians)
@@ -42,6 +45,9 @@
  *   ok N NAME | not ok N NAME: REASON | skip N NAME: REASON
  *   metric test=NAME messages=N cqes=N recv_calls=N calls_per_msg=F
  *          calls_per_cqe=F cpu_s=F wall_s=F        (one line)
+ *   cpu_s is the CPU time of the thread that sends each message and reaps
+ *   the echo through io_uring (receive work runs in its task context);
+ *   wall_s is the ping-pong's elapsed time.
  *   # summary pass=N fail=N skip=N
  * Exit status: 0 all ran cases passed, 1 a case failed, 2 bad usage.
  *
