@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libskiff.h"
@@ -344,6 +345,34 @@ static int configure(struct skiff_vm *vm, const struct run_opts *o)
 	return 0;
 }
 
+static uint64_t t_main_ns; /* CLOCK_MONOTONIC at main() */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * With SKIFF_STATS=PATH in the environment, write counters as key=value
+ * lines to PATH when the VM has ended (for bench/vmm_bench.c).
+ */
+static void write_stats(struct skiff_vm *vm)
+{
+	const char *path = getenv("SKIFF_STATS");
+	struct skiff_counters c;
+	FILE *f;
+
+	if (!path || skiff_vm_get_counters(vm, &c) || !(f = fopen(path, "w")))
+		return;
+	fprintf(f, "main_to_first_run_ns=%llu\ncreate_to_first_run_ns=%llu\nvm_exits=%llu\n",
+		(unsigned long long)(c.first_run_mono_ns ? c.first_run_mono_ns - t_main_ns : 0),
+		(unsigned long long)c.setup_ns, (unsigned long long)c.vm_exits);
+	fclose(f);
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	struct sig_ctx sc = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -387,6 +416,7 @@ static int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	skiff_vm_wait(vm, -1, &ex);
+	write_stats(vm);
 	status = skiff_exit_status(&ex);
 	pthread_mutex_lock(&sc.lock);
 	if (ex.reason == SKIFF_EXIT_STOPPED && sc.signo) {
@@ -408,6 +438,7 @@ out:
 
 int main(int argc, char **argv)
 {
+	t_main_ns = mono_ns();
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		usage(stdout);
 		return 0;

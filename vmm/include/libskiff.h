@@ -87,6 +87,7 @@ struct skiff_vsock_config {
 	const char *uds_path; /* Firecracker-style hybrid socket path; copied */
 	unsigned int rx_threads; /* RX pump threads, 0 = device default */
 	bool mrg_rxbuf; /* offer VIRTIO_VSOCK_F_MRG_RXBUF */
+	uint32_t conn_buf_size; /* buf_alloc advertised per connection; 0 = device default */
 };
 
 struct skiff_counters {
@@ -97,6 +98,8 @@ struct skiff_counters {
 	uint64_t exits_intr; /* KVM_RUN returned EINTR */
 	/* Nanoseconds from skiff_vm_create() to the first KVM_RUN. */
 	uint64_t setup_ns;
+	/* CLOCK_MONOTONIC time of the first KVM_RUN in ns (0 before it). */
+	uint64_t first_run_mono_ns;
 	/* vsock (all 0 without a vsock device). */
 	bool vsock_present;
 	uint64_t vsock_device_features; /* what the device offered */

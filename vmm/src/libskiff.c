@@ -319,6 +319,7 @@ int skiff_vm_set_vsock(struct skiff_vm *h, const struct skiff_vsock_config *cfg)
 	h->vm.cfg.vsock_cid = cfg->guest_cid;
 	h->vm.cfg.vsock_rx_threads = cfg->rx_threads;
 	h->vm.cfg.vsock_mrg_rxbuf = cfg->mrg_rxbuf;
+	h->vm.cfg.vsock_conn_buf = cfg->conn_buf_size;
 	return 0;
 #endif
 }
@@ -585,6 +586,7 @@ int skiff_vm_get_counters(struct skiff_vm *h, struct skiff_counters *out)
 	out->exits_io = atomic_load(&vm->exits_io);
 	out->exits_intr = atomic_load(&vm->exits_intr);
 	out->setup_ns = atomic_load(&vm->setup_ns);
+	out->first_run_mono_ns = out->setup_ns ? vm->t_create_ns + out->setup_ns : 0;
 	if (vm->vmmio)
 		virtio_mmio_counters(vm->vmmio, out);
 	return 0;

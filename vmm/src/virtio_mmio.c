@@ -388,6 +388,7 @@ int virtio_mmio_vsock_create(struct vm *vm, uint64_t base, unsigned int irq,
 		.uds_path = vm->cfg.vsock_uds,
 		.rx_threads = vm->cfg.vsock_rx_threads,
 		.mrg_rxbuf = vm->cfg.vsock_mrg_rxbuf,
+		.conn_buf_size = vm->cfg.vsock_conn_buf,
 	};
 	struct vsock_mem_region region = { .gpa = 0, .size = vm->mem.size, .hva = vm->mem.hva };
 	struct virtio_mmio *d;

@@ -36,6 +36,7 @@ struct vm_config {
 	char *vsock_uds;
 	unsigned int vsock_rx_threads;
 	bool vsock_mrg_rxbuf;
+	uint32_t vsock_conn_buf;
 };
 
 struct vcpu {
