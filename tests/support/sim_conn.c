@@ -513,7 +513,7 @@ static ssize_t do_send(struct sim_conn *c, const void *buf, size_t len, bool seq
 		hdr.len = n;
 		if (seq && sent + n == len)
 			hdr.flags = VIRTIO_VSOCK_SEQ_EOM | (eor ? VIRTIO_VSOCK_SEQ_EOR : 0);
-		rc = sim__tx_pkt(drv, &hdr, p + sent, n, drv->cfg.tx_shape);
+		rc = sim__tx_pkt(drv, &hdr, p ? p + sent : NULL, n, drv->cfg.tx_shape);
 		if (rc < 0)
 			break;
 		rc = 0;

@@ -507,7 +507,7 @@ int sim__tx_pkt(struct sim_drv *drv, const struct virtio_vsock_hdr *hdr, const v
 	}
 	vq->chains[head].kind = SIM_CH_TX;
 	chain_write(drv, &vq->chains[head], 0, hdr, SIM_HDR_LEN);
-	if (len)
+	if (len && payload)
 		chain_write(drv, &vq->chains[head], SIM_HDR_LEN, payload, len);
 	vq_publish(vq, head);
 	drv->stats.tx_pkts++;

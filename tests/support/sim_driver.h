@@ -194,7 +194,7 @@ void sim_hdr_init(struct sim_drv *drv, struct virtio_vsock_hdr *hdr, uint32_t sr
 /*
  * sim_send_pkt() - put one packet on the TX queue over a chain of @shape:
  * @hdr verbatim (hdr->len is NOT set from @len, so it may lie), then @len
- * payload bytes (at most 128 KiB). Waits up to @timeout_ms for descriptors.
+ * payload bytes (at most 128 KiB; @payload NULL leaves the buffer as is). Waits up to @timeout_ms for descriptors.
  * Return: the chain's head index (>= 0); -ETIMEDOUT; -EINVAL; -ENOTCONN
  * when not attached.
  */
@@ -292,6 +292,8 @@ void sim_unlisten(struct sim_listener *l);
  * Return: @len; -EPIPE after our SHUTDOWN SEND or the peer's SHUTDOWN RCV;
  * -ECONNRESET; -ETIMEDOUT when nothing could be sent for @timeout_ms (the
  * bytes sent so far are lost to the caller: tests treat it as failure).
+ * @buf NULL sends @len bytes of whatever the TX buffers hold, without a
+ * copy: a guest that costs nothing, for benchmarks.
  */
 ssize_t sim_send(struct sim_conn *c, const void *buf, size_t len, int timeout_ms);
 /*

@@ -1,0 +1,25 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Smoke test of vsock_bench: run it with --quick --json FILE and check that
+# the JSON is valid and complete (every case present, every key, each case
+# ran and moved data). Throughput itself is not judged here.
+# Usage: check_bench_json.sh <vsock_bench> <json file>
+set -eu
+bench=$1
+out=$2
+rm -f "$out"
+"$bench" --quick --json "$out"
+jq -e '
+  .bench == "vsock_bench" and (.quick | type == "boolean") and
+  (.duration_s | type == "number") and (.repetitions | type == "number") and
+  (.results | length) == 15 and
+  ([.results[] | select(.streams == 1)] | length) == 12 and
+  ([.results[] | select(.streams == 8) | .rx_threads] | sort) == [1, 2, 4] and
+  all(.results[];
+      (keys | sort) == ["dir", "gbps", "mrg_rxbuf", "msgs_per_s", "ok", "payload", "ratio",
+                        "rx_threads", "socketpair_gbps", "socketpair_msgs_per_s", "streams"] and
+      .ok == true and (.dir == "g2h" or .dir == "h2g") and
+      ([.gbps, .msgs_per_s, .socketpair_gbps, .socketpair_msgs_per_s, .ratio] |
+        all(type == "number" and . > 0)))
+' "$out" >/dev/null || { echo "check_bench_json: $out is incomplete or invalid" >&2; exit 1; }
+echo "check_bench_json: $out complete"

@@ -1,0 +1,526 @@
+// SPDX-License-Identifier: MIT
+/*
+ * guest-ab-peer: the host side of the A/B guest benchmark (bench/guest/guest_ab.py).
+ *
+ * Against a guest through skiff's hybrid Unix sockets (a guest connection to vsock port P
+ * arrives at <uds_path>_<P>, DESIGN.md "Host side of vsock"), one connection each:
+ *   guest-ab-peer sink   --listen PATH [--read-size R]
+ *       read until EOF (R bytes per call, default 64 KiB), then close.
+ *   guest-ab-peer source --listen PATH --size S [--seconds D] [--max-bytes B]
+ *       write S-byte chunks for D seconds or B bytes, shut down the write side, then read
+ *       until EOF (the guest's ack after it read everything).
+ *   guest-ab-peer echo   --listen PATH [--size S]
+ *       send back what arrives (reads of up to S bytes) until EOF.
+ * The limits of this machine, measured in the same run (AF_UNIX stream socketpair,
+ * a writer and a reader thread):
+ *   guest-ab-peer socketpair --size S [--read-size R] [--seconds D]
+ *   guest-ab-peer socketpair-pingpong --size S --count N
+ * Common: --timeout S (default 60): give up on a peer that does not show up or stalls.
+ *
+ * Listening modes print "PEER-LISTENING" once the socket listens (the driver waits for it
+ * before it lets the guest connect). Every mode ends with one line:
+ *   PEER status=ok|fail mode=M bytes=N ns=T [rtt_mean_ns=R] [err=NAME where=WHAT]
+ * ns is the wall time from accept() (or the threads' start) to the end of the transfer:
+ * for source, until the guest's ack arrived, so every byte counted was delivered.
+ * Exit status: 0 ok, 1 failure, 2 usage.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CHUNK (4u << 20)
+
+struct opts {
+	const char *mode;
+	const char *path;
+	size_t size, read_size;
+	double seconds;
+	uint64_t max_bytes;
+	uint64_t count;
+	unsigned int timeout_s;
+};
+
+struct result {
+	uint64_t bytes, ns;
+	uint64_t rtt_mean_ns; /* socketpair-pingpong only */
+	int err; /* positive errno, 0 if none */
+	const char *where;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int fail(struct result *r, const char *where)
+{
+	r->err = errno ? errno : EIO;
+	r->where = where;
+	return -r->err;
+}
+
+static int write_all(int fd, const uint8_t *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int read_full(int fd, uint8_t *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = recv(fd, buf, len, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = ECONNRESET;
+			return -errno;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Every blocking call on @fd gives up after @s seconds (EAGAIN). */
+static void set_timeouts(int fd, unsigned int s)
+{
+	struct timeval tv = { .tv_sec = s };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/* Bind and listen on @path (a stale socket file is replaced). */
+static int listen_on(const char *path, struct result *r, int *out)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return fail(r, "listen-path");
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return fail(r, "socket");
+	unlink(path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 4)) {
+		fail(r, "bind");
+		close(fd);
+		return -r->err;
+	}
+	*out = fd;
+	return 0;
+}
+
+static int accept_one(int lfd, unsigned int timeout_s, struct result *r, int *out)
+{
+	struct pollfd p = { .fd = lfd, .events = POLLIN };
+	int n, fd;
+
+	do {
+		n = poll(&p, 1, (int)timeout_s * 1000);
+	} while (n < 0 && errno == EINTR);
+	if (n == 0)
+		errno = ETIMEDOUT;
+	if (n <= 0)
+		return fail(r, "accept-wait");
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return fail(r, "accept");
+	set_timeouts(fd, timeout_s);
+	*out = fd;
+	return 0;
+}
+
+/* Read until EOF in reads of @len; counts the bytes in r->bytes. */
+static int drain(int fd, uint8_t *buf, size_t len, struct result *r)
+{
+	for (;;) {
+		ssize_t n = recv(fd, buf, len, 0);
+
+		if (n == 0)
+			return 0;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return fail(r, "recv");
+		}
+		r->bytes += (uint64_t)n;
+	}
+}
+
+/* Write @size chunks for o->seconds or o->max_bytes; counts them in *sent. */
+static int pump(int fd, const struct opts *o, const uint8_t *buf, uint64_t *sent)
+{
+	uint64_t t0 = now_ns(), limit_ns = (uint64_t)(o->seconds * 1e9);
+	unsigned int every = o->size >= 65536 ? 1 : (unsigned int)(65536 / o->size), n = 0;
+
+	while (*sent < o->max_bytes) {
+		size_t len = o->size;
+		int ret;
+
+		if (len > o->max_bytes - *sent)
+			len = (size_t)(o->max_bytes - *sent);
+		ret = write_all(fd, buf, len);
+		if (ret)
+			return ret;
+		*sent += len;
+		if (++n >= every) {
+			n = 0;
+			if (now_ns() - t0 >= limit_ns)
+				break;
+		}
+	}
+	return 0;
+}
+
+static int run_uds(const struct opts *o, uint8_t *buf, struct result *r)
+{
+	int lfd, fd, ret;
+	uint64_t t0;
+
+	ret = listen_on(o->path, r, &lfd);
+	if (ret)
+		return ret;
+	printf("PEER-LISTENING\n");
+	fflush(stdout);
+	ret = accept_one(lfd, o->timeout_s, r, &fd);
+	close(lfd);
+	unlink(o->path);
+	if (ret)
+		return ret;
+	t0 = now_ns();
+	if (!strcmp(o->mode, "sink")) {
+		ret = drain(fd, buf, o->read_size, r);
+	} else if (!strcmp(o->mode, "source")) {
+		uint64_t ack = 0;
+
+		ret = pump(fd, o, buf, &r->bytes);
+		if (ret) {
+			errno = -ret;
+			ret = fail(r, "send");
+		} else if (shutdown(fd, SHUT_WR)) {
+			ret = fail(r, "shutdown");
+		} else {
+			struct result a = { 0 };
+
+			ret = drain(fd, buf, o->size, &a);
+			ack = a.bytes;
+			if (ret) {
+				r->err = a.err;
+				r->where = "ack";
+			} else if (ack != 1) {
+				errno = EBADMSG;
+				ret = fail(r, "ack");
+			}
+		}
+	} else {
+		for (;;) {
+			ssize_t n = recv(fd, buf, o->size, 0);
+
+			if (n == 0)
+				break;
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				ret = fail(r, "recv");
+				break;
+			}
+			ret = write_all(fd, buf, (size_t)n);
+			if (ret) {
+				errno = -ret;
+				ret = fail(r, "send");
+				break;
+			}
+			r->bytes += (uint64_t)n;
+		}
+	}
+	r->ns = now_ns() - t0;
+	close(fd);
+	return ret;
+}
+
+/* socketpair: the writer side of the throughput limit. */
+struct sp_writer {
+	int fd;
+	const struct opts *o;
+	const uint8_t *buf;
+	uint64_t sent;
+	int ret;
+};
+
+static void *sp_write_thread(void *arg)
+{
+	struct sp_writer *w = arg;
+
+	w->ret = pump(w->fd, w->o, w->buf, &w->sent);
+	shutdown(w->fd, SHUT_WR);
+	return NULL;
+}
+
+static int run_socketpair(const struct opts *o, uint8_t *buf, struct result *r)
+{
+	struct sp_writer w = { .o = o };
+	uint8_t *rbuf = malloc(o->read_size);
+	pthread_t th;
+	int sv[2], ret;
+	uint64_t t0;
+
+	if (!rbuf) {
+		errno = ENOMEM;
+		return fail(r, "malloc");
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+		free(rbuf);
+		return fail(r, "socketpair");
+	}
+	w.fd = sv[0];
+	w.buf = buf;
+	t0 = now_ns();
+	ret = pthread_create(&th, NULL, sp_write_thread, &w);
+	if (ret) {
+		errno = ret;
+		ret = fail(r, "pthread_create");
+		goto out;
+	}
+	ret = drain(sv[1], rbuf, o->read_size, r);
+	pthread_join(th, NULL);
+	r->ns = now_ns() - t0;
+	if (!ret && w.ret) {
+		errno = -w.ret;
+		ret = fail(r, "send");
+	}
+	if (!ret && r->bytes != w.sent) {
+		errno = EBADMSG;
+		ret = fail(r, "count");
+	}
+out:
+	close(sv[0]);
+	close(sv[1]);
+	free(rbuf);
+	return ret;
+}
+
+/* socketpair-pingpong: the echo thread. */
+struct sp_echo {
+	int fd;
+	size_t size;
+	uint8_t *buf;
+};
+
+static void *sp_echo_thread(void *arg)
+{
+	struct sp_echo *e = arg;
+
+	for (;;) {
+		ssize_t n = recv(e->fd, e->buf, e->size, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || write_all(e->fd, e->buf, (size_t)n))
+			break;
+	}
+	return NULL;
+}
+
+static int run_sp_pingpong(const struct opts *o, uint8_t *buf, struct result *r)
+{
+	struct sp_echo e = { .size = o->size };
+	pthread_t th;
+	int sv[2], ret = 0;
+	uint64_t t0;
+
+	e.buf = malloc(o->size);
+	if (!e.buf) {
+		errno = ENOMEM;
+		return fail(r, "malloc");
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+		free(e.buf);
+		return fail(r, "socketpair");
+	}
+	set_timeouts(sv[0], o->timeout_s);
+	e.fd = sv[1];
+	ret = pthread_create(&th, NULL, sp_echo_thread, &e);
+	if (ret) {
+		errno = ret;
+		ret = fail(r, "pthread_create");
+		close(sv[1]);
+		goto out;
+	}
+	t0 = now_ns();
+	for (uint64_t i = 0; i < o->count && !ret; i++) {
+		if (write_all(sv[0], buf, o->size) || read_full(sv[0], buf, o->size))
+			ret = fail(r, "pingpong");
+		else
+			r->bytes += o->size;
+	}
+	r->ns = now_ns() - t0;
+	r->rtt_mean_ns = r->ns / o->count;
+	shutdown(sv[0], SHUT_WR);
+	pthread_join(th, NULL);
+	close(sv[1]);
+out:
+	close(sv[0]);
+	free(e.buf);
+	return ret;
+}
+
+static void usage(void)
+{
+	fputs("usage: guest-ab-peer sink|source|echo --listen PATH [--size S] [--read-size R]\n"
+	      "                     [--seconds D] [--max-bytes B] [--timeout S]\n"
+	      "       guest-ab-peer socketpair --size S [--read-size R] [--seconds D]\n"
+	      "       guest-ab-peer socketpair-pingpong --size S --count N\n",
+	      stderr);
+	exit(2);
+}
+
+static uint64_t parse_num(const char *s, uint64_t max)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v > max)
+		usage();
+	return v;
+}
+
+static void parse_args(int argc, char **argv, struct opts *o)
+{
+	static const struct option lopts[] = {
+		{ "listen", required_argument, NULL, 'p' },
+		{ "size", required_argument, NULL, 's' },
+		{ "read-size", required_argument, NULL, 'r' },
+		{ "seconds", required_argument, NULL, 'd' },
+		{ "max-bytes", required_argument, NULL, 'b' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const char *const modes[] = { "sink",	   "source",
+					     "echo",	   "socketpair",
+					     "socketpair-pingpong" };
+	char *end;
+	int c;
+
+	if (argc < 2)
+		usage();
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (!strcmp(argv[1], modes[i]))
+			o->mode = modes[i];
+	if (!o->mode)
+		usage();
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			o->path = optarg;
+			break;
+		case 's':
+			o->size = (size_t)parse_num(optarg, MAX_CHUNK);
+			break;
+		case 'r':
+			o->read_size = (size_t)parse_num(optarg, MAX_CHUNK);
+			if (!o->read_size)
+				usage();
+			break;
+		case 'b':
+			o->max_bytes = parse_num(optarg, UINT64_MAX >> 20);
+			break;
+		case 'n':
+			o->count = parse_num(optarg, 100000000);
+			break;
+		case 't':
+			o->timeout_s = (unsigned int)parse_num(optarg, 86400);
+			break;
+		case 'd':
+			errno = 0;
+			o->seconds = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(o->seconds > 0 && o->seconds < 3600))
+				usage();
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc || !o->size || !o->timeout_s)
+		usage();
+	/* Reads are --size bytes unless --read-size says otherwise (sink, socketpair). */
+	if (!o->read_size || !strcmp(o->mode, "source") || !strcmp(o->mode, "echo"))
+		o->read_size = o->size;
+	if (!strcmp(o->mode, "sink") || !strcmp(o->mode, "source") || !strcmp(o->mode, "echo")) {
+		if (!o->path)
+			usage();
+	} else if (o->path) {
+		usage();
+	}
+	if (!strcmp(o->mode, "socketpair-pingpong") && !o->count)
+		usage();
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .size = 65536,
+			  .seconds = 1.0,
+			  .max_bytes = UINT64_MAX >> 20,
+			  .timeout_s = 60 };
+	struct result r = { 0 };
+	uint8_t *buf;
+	int ret;
+
+	parse_args(argc, argv, &o);
+	signal(SIGPIPE, SIG_IGN);
+	buf = malloc(o.size > o.read_size ? o.size : o.read_size);
+	if (!buf)
+		return 1;
+	for (size_t i = 0; i < o.size; i++)
+		buf[i] = (uint8_t)(i * 29 + 3);
+	if (!strcmp(o.mode, "socketpair"))
+		ret = run_socketpair(&o, buf, &r);
+	else if (!strcmp(o.mode, "socketpair-pingpong"))
+		ret = run_sp_pingpong(&o, buf, &r);
+	else
+		ret = run_uds(&o, buf, &r);
+	printf("PEER status=%s mode=%s bytes=%" PRIu64 " ns=%" PRIu64, ret ? "fail" : "ok", o.mode,
+	       r.bytes, r.ns);
+	if (!strcmp(o.mode, "socketpair-pingpong"))
+		printf(" rtt_mean_ns=%" PRIu64, r.rtt_mean_ns);
+	if (ret)
+		printf(" err=%s where=%s", strerrorname_np(r.err) ?: "unknown", r.where);
+	printf("\n");
+	free(buf);
+	return ret ? 1 : 0;
+}

@@ -1,0 +1,569 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""A/B guest benchmark: UML guest <-> skiff-vsock (vhost-user) <-> host Unix sockets.
+
+Boots the baseline (A) and the patched (B) user-mode Linux kernel alternately, A B A B ...,
+one boot per (kernel, pair); inside each boot every figure runs once, one control-mode step
+each (tests/guest-programs/init.sh, skiff.ctl=): the guest runs guest-bench, the host runs
+guest-ab-peer on the hybrid socket <uds>_<port>. Before each pair the host measures the
+socketpair limits (AF_UNIX stream, writer + reader thread, same payload size; and a
+socketpair ping-pong). Prints one table: mean A, mean B, the B/A change with a 95 %
+confidence interval over the pairs (paired t-interval on the per-pair ratios B/A), and each
+mean as a fraction of the limit. --json FILE writes every value.
+
+Normally run through build/bench/guest_ab, which passes the paths of this build's programs.
+Exit status: 0 all figures measured; 1 a boot or a step failed (the table still prints
+what was measured); 2 usage; 77 skipped (SKIFF_SKIP_GUESTS=1).
+"""
+import argparse
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
+CTL_PORT = 999
+GUEST_CID = 3
+FIRST_PORT = 6000
+MiB = 1 << 20
+
+
+# -- statistics ---------------------------------------------------------------------------
+def t_pdf(x, df):
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+    return c * (1 + x * x / df) ** (-(df + 1) / 2)
+
+
+def t_cdf_pos(x, df, steps=4000):
+    """P(T <= x) for x >= 0: 1/2 plus the integral of the density over [0, x] (Simpson)."""
+    h = x / steps
+    s = t_pdf(0, df) + t_pdf(x, df)
+    for i in range(1, steps):
+        s += (4 if i % 2 else 2) * t_pdf(i * h, df)
+    return 0.5 + s * h / 3
+
+
+def t_quantile(p, df):
+    """Student t quantile for p in (0.5, 1), by bisection on the CDF."""
+    lo, hi = 0.0, 1.0
+    while t_cdf_pos(hi, df) < p:
+        hi *= 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if t_cdf_pos(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def paired_ratio_ci(a, b):
+    """Per-pair ratios b/a: their mean and the 95 % t-interval of the mean (None if n < 2)."""
+    r = [y / x for x, y in zip(a, b) if x and y is not None and x is not None]
+    if not r:
+        return None, None, None, r
+    m = statistics.fmean(r)
+    if len(r) < 2:
+        return m, None, None, r
+    half = t_quantile(0.975, len(r) - 1) * statistics.stdev(r) / math.sqrt(len(r))
+    return m, m - half, m + half, r
+
+
+# -- the figures ----------------------------------------------------------------------------
+def kv(line):
+    return dict(t.split("=", 1) for t in line.split() if "=" in t)
+
+
+def fmt_size(n):
+    if n % MiB == 0:
+        return f"{n // MiB} MiB"
+    if n % 1024 == 0:
+        return f"{n // 1024} KiB"
+    return f"{n} B"
+
+
+class Step:
+    """One measurement in one boot: the guest command, the host peer, the figures it yields."""
+
+    def __init__(self, kind, size, port, a):
+        self.kind, self.size, self.port = kind, size, port
+        self.guest_line = None  # GUEST-BENCH summary (dict)
+        self.guest_rc = None
+        self.peer = None
+        self.peer_line = None  # PEER summary (dict)
+        self.error = None
+        rs = a.read_size or size
+        sec, mx = f"{a.seconds:g}", str(a.max_bytes)
+        lowat = "--rcvlowat 1"
+        gbuf = f" --buf-size {a.guest_buf}" if a.guest_buf else ""
+        tmo = f"--timeout {a.step_timeout}"
+        if kind == "g2h":
+            self.guest = f"guest-bench send 2:{port} --size {size} --seconds {sec} --max-bytes {mx} {tmo}"
+            self.peer_args = ["sink", "--size", str(size), "--read-size", str(rs)]
+        elif kind == "h2g":
+            self.guest = f"guest-bench recv 2:{port} --size {size} --read-size {rs} {lowat}{gbuf} {tmo}"
+            self.peer_args = ["source", "--size", str(size), "--seconds", sec, "--max-bytes", mx]
+        else:
+            self.guest = f"guest-bench pingpong 2:{port} --size {size} --count {a.rtt_count} {lowat}{gbuf} {tmo}"
+            self.peer_args = ["echo", "--size", str(size)]
+
+    def figures(self):
+        """{figure name: value} from both summaries; sets self.error when they disagree."""
+        g, h = self.guest_line, self.peer_line
+        if g is None or h is None:
+            self.error = self.error or ("no guest-bench result" if g is None else "no host peer result")
+            return {}
+        if g.get("status") != "ok" or h.get("status") != "ok":
+            self.error = f"guest {g.get('status')} {g.get('err', '')} {g.get('where', '')}; " \
+                         f"host {h.get('status')} {h.get('err', '')} {h.get('where', '')}"
+            return {}
+        gb, hb = int(g["bytes"]), int(h["bytes"])
+        if gb != hb or gb == 0:
+            self.error = f"byte counts differ: guest {gb}, host {hb}"
+            return {}
+        s = self.size
+        if self.kind in ("g2h", "h2g"):
+            out = {f"{self.kind}_{s}": hb / (int(h["ns"]) / 1e9) / 1e6}
+            if self.kind == "h2g":
+                hz = int(g["clk_tck"])
+                busy = int(g["cpu_busy_ticks"]) / hz if hz and int(g["cpu_total_ticks"]) else None
+                proc = (int(g["utime_us"]) + int(g["stime_us"])) / 1e6
+                kib = gb / 1024
+                out[f"cpu_guest_h2g_{s}"] = busy * 1e9 / kib if busy is not None else None
+                out[f"cpu_proc_h2g_{s}"] = proc * 1e9 / kib
+                out[f"recv_calls_per_kib_h2g_{s}"] = int(g["calls"]) / kib
+            return out
+        return {f"rtt_{s}": int(g["rtt_mean_ns"]) / 1e3, f"rtt_p99_{s}": int(g["rtt_p99_ns"]) / 1e3}
+
+
+def figure_meta(name):
+    """(label, unit, better, limit key) of a figure name."""
+    m = re.match(r"(g2h|h2g)_(\d+)$", name)
+    if m:
+        d = "guest->host" if m.group(1) == "g2h" else "host->guest"
+        return f"{d} {fmt_size(int(m.group(2)))}", "MB/s", "higher", f"socketpair_{m.group(2)}"
+    m = re.match(r"rtt(_p99)?_(\d+)$", name)
+    if m:
+        what = "RTT p99" if m.group(1) else "RTT mean"
+        return f"{what} {fmt_size(int(m.group(2)))}", "us", "lower", f"socketpair_rtt_{m.group(2)}"
+    m = re.match(r"cpu_(guest|proc)_h2g_(\d+)$", name)
+    if m:
+        who = "guest CPU" if m.group(1) == "guest" else "recv proc CPU"
+        return f"{who}/KiB h2g {fmt_size(int(m.group(2)))}", "ns/KiB", "lower", None
+    m = re.match(r"recv_calls_per_kib_h2g_(\d+)$", name)
+    if m:
+        return f"recv calls/KiB h2g {fmt_size(int(m.group(1)))}", "1/KiB", "lower", None
+    return name, "", "", None
+
+
+# -- one boot -------------------------------------------------------------------------------
+class Boot:
+    def __init__(self, a, variant, kernel, pair, work):
+        self.a, self.variant, self.kernel, self.pair = a, variant, kernel, pair
+        self.work = work
+        self.vu_sock = os.path.join(work, "vu.sock")
+        self.uds = os.path.join(work, "h.sock")
+        self.steps = []
+        port = FIRST_PORT
+        for s in a.sizes:
+            self.steps.append(Step("g2h", s, port, a))
+            self.steps.append(Step("h2g", s, port + 1, a))
+            port += 2
+        for s in a.rtt_sizes:
+            self.steps.append(Step("rtt", s, port, a))
+            port += 1
+        self.current = None  # the step whose output the console shows (console thread only)
+        self.done = threading.Event()
+        self.console = []
+        self.procs = []
+        self.errors = []
+        self.counters = {}
+        self.seconds = None
+
+    def log(self, msg):
+        if self.a.verbose:
+            print(f"guest_ab: {msg}", flush=True)
+
+    def start_peer(self, st):
+        argv = [self.a.peer] + st.peer_args[:1] + ["--listen", f"{self.uds}_{st.port}"] + st.peer_args[1:] \
+            + ["--timeout", str(self.a.step_timeout)]
+        st.peer = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.procs.append(st.peer)
+        line = st.peer.stdout.readline()
+        if not line.startswith("PEER-LISTENING"):
+            raise RuntimeError(f"host peer did not listen: {line.strip()}")
+
+    def plan_server(self, srv):
+        """Serve one step script per fetch (init.sh control mode), then an empty one."""
+        served = 0
+        while not self.done.is_set():
+            try:
+                conn, _ = srv.accept()
+            except socket.timeout:
+                continue
+            script = ""
+            if served < len(self.steps):
+                st = self.steps[served]
+                try:
+                    self.start_peer(st)
+                    script = st.guest + "\n"
+                except (OSError, RuntimeError) as e:
+                    st.error = str(e)
+                    script = "echo 'GUEST-BENCH status=fail err=EHOSTDOWN where=host-peer'\n"
+            served += 1
+            try:
+                conn.sendall(script.encode())
+            except OSError:
+                pass
+            conn.close()
+        srv.close()
+
+    def on_line(self, line):
+        self.console.append(line)
+        if self.a.verbose:
+            print(f"  | {line}", flush=True)
+        # The console lags behind the control socket (the guest may already have fetched
+        # the next step): attribute output by the guest's own SKIFF-STEP markers.
+        m = re.match(r"SKIFF-STEP (\d+)$", line)
+        if m:
+            n = int(m.group(1))
+            self.current = self.steps[n - 1] if 1 <= n <= len(self.steps) else None
+            return
+        cur = self.current
+        if cur is None:
+            return
+        m = re.match(r"SKIFF-RESULT step=\d+ rc=(\S+)", line)
+        if m:
+            cur.guest_rc = m.group(1)
+        elif line.startswith("GUEST-BENCH "):
+            cur.guest_line = kv(line)
+
+    def device_argv(self):
+        a = self.a
+        argv = [a.skiff_vsock, "--socket", self.vu_sock, "--cid", str(GUEST_CID), "--uds", self.uds,
+                "--mrg-rxbuf", a.mrg_rxbuf]
+        if a.rx_pkt_max and a.dev_has_rx_pkt_max:
+            argv += ["--rx-pkt-max", str(a.rx_pkt_max)]
+        return argv
+
+    def run(self):
+        a = self.a
+        t0 = time.monotonic()
+        devlog = os.path.join(self.work, "skiff-vsock.log")
+        with open(devlog, "w") as f:
+            dev = subprocess.Popen(self.device_argv(), stderr=f, stdout=f)
+        self.procs.append(dev)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(self.vu_sock):
+            if dev.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("skiff-vsock did not come up: " + tail(devlog))
+            time.sleep(0.02)
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(f"{self.uds}_{CTL_PORT}")
+        srv.listen(4)
+        srv.settimeout(0.2)
+        threading.Thread(target=self.plan_server, args=(srv,), daemon=True).start()
+        argv = [os.path.join(REPO, "scripts/guest-run.sh"), "uml", "--kernel", self.kernel, "--initrd", a.initrd,
+                "--vsock", self.vu_sock, "--append", f"skiff.ctl={CTL_PORT}", "--timeout", str(a.boot_timeout),
+                "--mem", str(a.mem)]
+        vm = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, errors="replace")
+        self.procs.append(vm)
+        for line in vm.stdout:
+            self.on_line(line.rstrip("\r\n"))
+        rc = vm.wait()
+        self.done.set()
+        self.seconds = time.monotonic() - t0
+        if rc != 0:
+            self.errors.append(f"guest-run.sh exited {rc}")
+        for st in self.steps:
+            if st.peer is None:
+                continue
+            try:
+                out, _ = st.peer.communicate(timeout=a.step_timeout + 10)
+            except subprocess.TimeoutExpired:
+                st.peer.kill()
+                out, _ = st.peer.communicate()
+            for line in out.splitlines():
+                if line.startswith("PEER "):
+                    st.peer_line = kv(line)
+        dev.send_signal(signal.SIGTERM)
+        try:
+            dev.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            dev.kill()
+            dev.wait()
+            self.errors.append("skiff-vsock did not exit on SIGTERM")
+        m = re.search(r"skiff-vsock: counters: (.*)", open(devlog).read())
+        if m:
+            toks = m.group(1).split()
+            self.counters = {toks[i]: int(toks[i + 1]) for i in range(0, len(toks) - 1, 2)}
+        figs = {}
+        for st in self.steps:
+            figs.update(st.figures())
+            if st.error:
+                self.errors.append(f"{st.kind} {st.size}: {st.error}")
+        if self.errors and not a.verbose:
+            print("--- guest console (last 30 lines) ---\n" + "\n".join(self.console[-30:]), file=sys.stderr)
+            print("--- skiff-vsock log ---\n" + tail(devlog), file=sys.stderr)
+        return figs
+
+    def raw(self):
+        return [{"kind": st.kind, "size": st.size, "guest": st.guest_line, "host": st.peer_line,
+                 "error": st.error} for st in self.steps]
+
+    def cleanup(self):
+        self.done.set()
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def tail(path, n=15):
+    try:
+        with open(path) as f:
+            return "".join(f.readlines()[-n:])
+    except OSError:
+        return ""
+
+
+# -- limits -----------------------------------------------------------------------------------
+def measure_limits(a):
+    lim = {}
+    for s in a.sizes:
+        rs = a.read_size or s
+        out = subprocess.run([a.peer, "socketpair", "--size", str(s), "--read-size", str(rs), "--seconds",
+                              f"{a.limit_seconds:g}", "--max-bytes", str(a.max_bytes)],
+                             stdout=subprocess.PIPE, text=True, timeout=60).stdout
+        r = kv(out.strip().splitlines()[-1]) if out.strip() else {}
+        lim[f"socketpair_{s}"] = int(r["bytes"]) / (int(r["ns"]) / 1e9) / 1e6 if r.get("status") == "ok" else None
+    for s in a.rtt_sizes:
+        out = subprocess.run([a.peer, "socketpair-pingpong", "--size", str(s), "--count", str(a.rtt_count)],
+                             stdout=subprocess.PIPE, text=True, timeout=60).stdout
+        r = kv(out.strip().splitlines()[-1]) if out.strip() else {}
+        lim[f"socketpair_rtt_{s}"] = int(r["rtt_mean_ns"]) / 1e3 if r.get("status") == "ok" else None
+    return lim
+
+
+# -- driver -------------------------------------------------------------------------------------
+def kernel_path(variant):
+    return subprocess.run([os.path.join(REPO, "scripts/build-kernels.sh"), "--print-path", variant, "um", "linux"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip()
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for blk in iter(lambda: f.read(1 << 20), b""):
+            h.update(blk)
+    return h.hexdigest()
+
+
+def series_list():
+    try:
+        with open(os.path.join(REPO, "guest-kernel-patches/series/series")) as f:
+            return [ln.strip() for ln in f if ln.strip() and not ln.lstrip().startswith("#")]
+    except OSError:
+        return []
+
+
+def parse_size(s):
+    m = re.fullmatch(r"(\d+)([KkMm]?)", s.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(f"bad size '{s}'")
+    return int(m.group(1)) << {"": 0, "k": 10, "m": 20}[m.group(2).lower()]
+
+
+def parse_sizes(s):
+    v = [parse_size(x) for x in s.split(",") if x]
+    if not v or any(x <= 0 or x > 4 * MiB for x in v):
+        raise argparse.ArgumentTypeError(f"bad size list '{s}'")
+    return v
+
+
+def summarise(pairs, names):
+    summary = {}
+    for name in names:
+        label, unit, better, limkey = figure_meta(name)
+        av = [p["A"]["figures"].get(name) for p in pairs]
+        bv = [p["B"]["figures"].get(name) for p in pairs]
+        ok = [(x, y) for x, y in zip(av, bv) if x is not None and y is not None]
+        am = statistics.fmean([x for x, _ in ok]) if ok else None
+        bm = statistics.fmean([y for _, y in ok]) if ok else None
+        m, lo, hi, ratios = paired_ratio_ci([x for x, _ in ok], [y for _, y in ok])
+        lims = [p["limits"].get(limkey) for p in pairs if limkey and p["limits"].get(limkey)]
+        lim = statistics.median(lims) if lims else None
+        frac = None
+        if lim and am and bm:
+            frac = (am / lim, bm / lim) if better == "higher" else (lim / am, lim / bm)
+        summary[name] = {
+            "label": label, "unit": unit, "better": better, "n_pairs": len(ok),
+            "a_values": av, "b_values": bv, "ratios_b_over_a": ratios,
+            "a_mean": am, "b_mean": bm,
+            "change_pct": (m - 1) * 100 if m is not None else None,
+            "ci95_pct": [(lo - 1) * 100, (hi - 1) * 100] if lo is not None else None,
+            "limit_key": limkey, "limit": lim,
+            "a_frac_of_limit": frac[0] if frac else None,
+            "b_frac_of_limit": frac[1] if frac else None,
+        }
+    return summary
+
+
+def num(v, nd=1):
+    if v is None:
+        return "n/a"
+    if abs(v) >= 1000:
+        return f"{v:.0f}"
+    return f"{v:.{nd}f}"
+
+
+def print_table(summary, cfg):
+    print()
+    print(f"A = baseline ({cfg['kernel_a']})\nB = patched  ({cfg['kernel_b']})")
+    print(f"{cfg['comparison']}; {cfg['pairs']} pair(s) A B; device: mrg_rxbuf={cfg['mrg_rxbuf']}, "
+          f"rx_pkt_max={cfg['rx_pkt_max_applied']}; transfers {cfg['seconds']:g} s or "
+          f"{fmt_size(cfg['max_bytes'])}; RTT over {cfg['rtt_count']} requests; SO_RCVLOWAT=1 on guest receivers")
+    hdr = f"{'figure':<30} {'unit':<7} {'mean A':>9} {'mean B':>9} {'B/A change [95% CI]':>26} " \
+          f"{'A/limit':>8} {'B/limit':>8} {'limit':>9}"
+    print(hdr)
+    print("-" * len(hdr))
+    for name, s in summary.items():
+        if s["change_pct"] is None:
+            ch = "n/a"
+        elif s["ci95_pct"] is None:
+            ch = f"{s['change_pct']:+.1f}% [n/a]"
+        else:
+            ch = f"{s['change_pct']:+.1f}% [{s['ci95_pct'][0]:+.1f}, {s['ci95_pct'][1]:+.1f}]"
+        fa = f"{s['a_frac_of_limit']:.3f}" if s["a_frac_of_limit"] is not None else "-"
+        fb = f"{s['b_frac_of_limit']:.3f}" if s["b_frac_of_limit"] is not None else "-"
+        lim = num(s["limit"]) if s["limit"] is not None else "-"
+        print(f"{s['label']:<30} {s['unit']:<7} {num(s['a_mean']):>9} {num(s['b_mean']):>9} {ch:>26} "
+              f"{fa:>8} {fb:>8} {lim:>9}")
+    print("limit: AF_UNIX socketpair in this run (throughput: writer+reader threads, same payload; RTT: "
+          "ping-pong), median over pairs; x/limit: fraction of the limit's speed (RTT: limit/RTT).")
+    print("guest CPU: whole-guest non-idle time (/proc/stat, 1/clk_tck s ticks) over the receive; "
+          "recv proc CPU: the receiving process's utime+stime (getrusage).")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--skiff-vsock", required=True, help="skiff-vsock binary (set by build/bench/guest_ab)")
+    ap.add_argument("--guest-bench", required=True, help="guest-bench binary (only checked: it is in the initrd)")
+    ap.add_argument("--peer", required=True, help="guest-ab-peer binary")
+    ap.add_argument("--initrd", required=True)
+    ap.add_argument("--kernel-a", help="A kernel (default: build-kernels.sh --print-path baseline um)")
+    ap.add_argument("--kernel-b", help="B kernel (default: build-kernels.sh --print-path patched um)")
+    ap.add_argument("--pairs", type=int, default=8, help="A/B pairs (default 8)")
+    ap.add_argument("--quick", action="store_true", help="smoke run: 1 pair, short transfers, 1000 RTT requests")
+    ap.add_argument("--mrg-rxbuf", choices=["on", "off"], default="on", help="skiff-vsock --mrg-rxbuf (default on)")
+    ap.add_argument("--rx-pkt-max", type=parse_size, default=0,
+                    help="cap on the payload of each host-to-guest packet (skiff-vsock --rx-pkt-max, when it has it)")
+    ap.add_argument("--sizes", type=parse_sizes, default=[256, 4096, 65536], help="throughput payloads")
+    ap.add_argument("--rtt-sizes", type=parse_sizes, default=[256, 4096], help="ping-pong payloads")
+    ap.add_argument("--rtt-count", type=int, default=10000, help="ping-pong requests (default 10000)")
+    ap.add_argument("--seconds", type=float, default=1.0, help="time bound of each transfer (default 1)")
+    ap.add_argument("--max-bytes", type=parse_size, default=64 * MiB, help="byte bound of each transfer (64M)")
+    ap.add_argument("--read-size", type=parse_size, default=0,
+                    help="receive call size on the receiving side (default: the payload size)")
+    ap.add_argument("--guest-buf", type=parse_size, default=0,
+                    help="guest SO_VM_SOCKETS_BUFFER_SIZE on receivers (default: kernel default)")
+    ap.add_argument("--limit-seconds", type=float, default=0.3, help="socketpair limit run per size and pair")
+    ap.add_argument("--mem", type=int, default=256, help="guest RAM MiB")
+    ap.add_argument("--json", help="write every figure here")
+    ap.add_argument("--verbose", action="store_true", help="echo the guest console")
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    a = ap.parse_args()
+    if os.environ.get("SKIFF_SKIP_GUESTS") == "1":
+        print("guest_ab: skipped (SKIFF_SKIP_GUESTS=1)")
+        return 77
+    if a.quick:
+        a.pairs, a.seconds, a.rtt_count, a.limit_seconds = 1, 0.2, 1000, 0.1
+    if a.pairs < 1 or a.rtt_count < 1 or not (0 < a.seconds <= 60):
+        ap.error("--pairs, --rtt-count and --seconds must be positive (--seconds <= 60)")
+    a.step_timeout = int(max(30, a.seconds * 10 + a.rtt_count * 0.005))
+    a.boot_timeout = 60 + a.step_timeout * (2 * len(a.sizes) + len(a.rtt_sizes))
+    ka = a.kernel_a or kernel_path("baseline")
+    kb = a.kernel_b or kernel_path("patched")
+    if not a.skiff_vsock:
+        print("guest_ab: FAIL: skiff-vsock was not built (device model missing in this build)")
+        return 1
+    for what, p in (("A kernel", ka), ("B kernel", kb), ("skiff-vsock", a.skiff_vsock), ("initrd", a.initrd),
+                    ("guest-bench", a.guest_bench), ("guest-ab-peer", a.peer)):
+        if not p or not os.path.exists(p):
+            print(f"guest_ab: FAIL: {what} missing at '{p}' (kernels: scripts/build-kernels.sh --arch um; "
+                  f"programs: cmake --build build --target guest-ab)")
+            return 1
+    helptext = subprocess.run([a.skiff_vsock, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True).stdout
+    a.dev_has_rx_pkt_max = "--rx-pkt-max" in helptext
+    if a.rx_pkt_max and not a.dev_has_rx_pkt_max:
+        print(f"guest_ab: warning: skiff-vsock has no --rx-pkt-max; host-to-guest packets are not capped "
+              f"(asked for {a.rx_pkt_max} B)", file=sys.stderr)
+    same = sha256(ka) == sha256(kb)
+    cfg = {
+        "kernel_a": ka, "kernel_b": kb, "kernel_a_sha256": sha256(ka), "kernel_b_sha256": sha256(kb),
+        "comparison": "A/A: both kernels are the same file contents" if same
+        else "A/B: the kernels differ (patched = baseline + guest-kernel-patches/series)",
+        "identical_kernels": same, "series": series_list(), "pairs": a.pairs, "quick": a.quick,
+        "mrg_rxbuf": a.mrg_rxbuf, "rx_pkt_max_requested": a.rx_pkt_max,
+        "rx_pkt_max_applied": (a.rx_pkt_max or "none") if a.dev_has_rx_pkt_max else "unsupported by skiff-vsock",
+        "sizes": a.sizes, "rtt_sizes": a.rtt_sizes, "rtt_count": a.rtt_count, "seconds": a.seconds,
+        "max_bytes": a.max_bytes, "read_size": a.read_size or "payload", "guest_buf": a.guest_buf or "default",
+        "rcvlowat": 1, "limit_seconds": a.limit_seconds, "guest_mem_mib": a.mem, "order": "A B per pair",
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    work = tempfile.mkdtemp(prefix="skiff-gab-", dir="/tmp")
+    pairs, failed, names = [], False, []
+    t_start = time.monotonic()
+    try:
+        for i in range(a.pairs):
+            pair = {"pair": i, "limits": measure_limits(a)}
+            for side, variant, kernel in (("A", "baseline", ka), ("B", "patched", kb)):
+                bdir = os.path.join(work, f"p{i}{side}")
+                os.mkdir(bdir)
+                boot = Boot(a, variant, kernel, i, bdir)
+                try:
+                    figs = boot.run()
+                except (OSError, RuntimeError) as e:
+                    boot.errors.append(str(e))
+                    figs = {}
+                finally:
+                    boot.cleanup()
+                for n in figs:
+                    if n not in names:
+                        names.append(n)
+                pair[side] = {"variant": variant, "figures": figs, "boot_seconds": boot.seconds,
+                              "errors": boot.errors, "device_counters": boot.counters, "steps": boot.raw()}
+                status = "ok" if not boot.errors else "FAILED: " + "; ".join(boot.errors)
+                print(f"guest_ab: pair {i + 1}/{a.pairs} {side} ({variant}) "
+                      f"{boot.seconds or 0:.1f} s {status}", flush=True)
+                failed |= bool(boot.errors)
+            pairs.append(pair)
+    finally:
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"guest_ab: work directory kept: {work}")
+    summary = summarise(pairs, names)
+    cfg["wall_seconds"] = time.monotonic() - t_start
+    print_table(summary, cfg)
+    print(f"guest_ab: {a.pairs} pair(s) in {cfg['wall_seconds']:.0f} s" + (" with FAILURES" if failed else ""))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"config": cfg, "summary": summary, "pairs": pairs}, f, indent=1)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
