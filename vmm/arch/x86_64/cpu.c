@@ -140,7 +140,8 @@ static int setup_boot_regs(struct vm *vm, struct vcpu *vcpu)
 		return -errno;
 
 	memset(&regs, 0, sizeof(regs));
-	regs.rflags = 0x2;
+	/* Tiny guests get IOPL 3 so that they may use in/out (port I/O exits) at CPL3. */
+	regs.rflags = 0x2 | (b->user_mode ? 3u << 12 : 0);
 	regs.rip = b->entry;
 	regs.rsi = b->rsi;
 	regs.rdi = b->rdi;

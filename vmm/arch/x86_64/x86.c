@@ -83,7 +83,7 @@ int arch_load_guest(struct vm *vm, const uint8_t *kernel, size_t kernel_len, con
 	err = x86_linux_load(&vm->mem, kernel, kernel_len, initrd, initrd_len, cmdline, &vm->boot);
 	if (err)
 		return err;
-	return x86_write_mptable(&vm->mem, vm->nr_vcpus);
+	return x86_write_mptable(&vm->mem, vm->cfg.nr_vcpus);
 }
 
 /* Instruction bytes at the guest's rip, through its page tables. */

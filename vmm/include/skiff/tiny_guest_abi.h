@@ -11,8 +11,9 @@
  *   rsp  top of guest memory (16-byte aligned).
  * The guest owns all memory between its ELF image and rsp.
  *
- * CPL3 code cannot use hlt or out, so the guest talks to the VMM only through
- * MMIO: loads and stores outside guest memory become KVM_EXIT_MMIO.
+ * CPL3 code cannot use hlt, so the guest talks to the VMM through MMIO: loads
+ * and stores outside guest memory become KVM_EXIT_MMIO. RFLAGS.IOPL is 3, so
+ * in/out work too (KVM_EXIT_IO: the COM1 UART, the debug-exit port).
  *
  * Memory map (guest-physical):
  *   SKIFF_TINY_GDT_GPA        GDT (flat DPL0 and DPL3 segments)
