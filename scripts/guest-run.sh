@@ -29,7 +29,9 @@
 # QEMU notes: -M microvm TCG, RAM from memory-backend-memfd share=on (vhost-user needs
 # shared memory); no ACPI, so QEMU adds virtio_mmio.device= to the command line;
 # `poweroff -f` only halts a microvm, so the guest uses `reboot -f` and QEMU runs with
-# -no-reboot; panic=-1 turns a panic into a reboot, hence an exit.
+# -no-reboot; reboot=t (triple fault: a microvm has no other reset path) and panic=-1
+# turn a reboot or a panic into an exit; no_timer_check: under TCG on a loaded host the
+# IO-APIC timer check can fail and panic the boot.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -99,7 +101,7 @@ qemu)
 	cmd=(qemu-system-x86_64 -M microvm,acpi=off,memory-backend=mem -m "${mem}M"
 		-object "memory-backend-memfd,id=mem,size=${mem}M,share=on"
 		-cpu max -smp 1 -nographic -no-reboot -nodefaults -serial stdio
-		-kernel "$kernel" -initrd "$initrd" -append "console=ttyS0 panic=-1 $cmdline")
+		-kernel "$kernel" -initrd "$initrd" -append "console=ttyS0 reboot=t panic=-1 no_timer_check $cmdline")
 	[ -n "$vsock" ] && cmd+=(-chardev "socket,id=skiffvsock,path=$vsock"
 		-device vhost-user-vsock-device,chardev=skiffvsock)
 	cmd+=("${extra[@]}")
