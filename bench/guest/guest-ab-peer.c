@@ -430,8 +430,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "timeout", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static const char *const modes[] = { "sink",	   "source",
-					     "echo",	   "socketpair",
+	static const char *const modes[] = { "sink", "source", "echo", "socketpair",
 					     "socketpair-pingpong" };
 	char *end;
 	int c;
@@ -469,7 +468,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'd':
 			errno = 0;
 			o->seconds = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(o->seconds > 0 && o->seconds < 3600))
+			if (errno || end == optarg || *end ||
+			    !(o->seconds > 0 && o->seconds < 3600))
 				usage();
 			break;
 		default:
@@ -493,10 +493,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .size = 65536,
-			  .seconds = 1.0,
-			  .max_bytes = UINT64_MAX >> 20,
-			  .timeout_s = 60 };
+	struct opts o = {
+		.size = 65536, .seconds = 1.0, .max_bytes = UINT64_MAX >> 20, .timeout_s = 60
+	};
 	struct result r = { 0 };
 	uint8_t *buf;
 	int ret;

@@ -334,7 +334,8 @@ static int run_pingpong(const struct opts *o, int fd, uint8_t *buf, struct resul
 	qsort(rtt, o->count, sizeof(*rtt), cmp_u64);
 	r->rtt_mean_ns = sum / o->count;
 	r->rtt_p50_ns = rtt[o->count / 2];
-	r->rtt_p99_ns = rtt[(o->count * 99) / 100 < o->count ? (o->count * 99) / 100 : o->count - 1];
+	r->rtt_p99_ns =
+		rtt[(o->count * 99) / 100 < o->count ? (o->count * 99) / 100 : o->count - 1];
 	r->have_rtt = true;
 out:
 	free(rtt);
@@ -348,8 +349,8 @@ static void print_result(const struct opts *o, const struct result *r, const str
 	       " calls=%" PRIu64 " utime_us=%" PRIu64 " stime_us=%" PRIu64
 	       " cpu_busy_ticks=%" PRIu64 " cpu_total_ticks=%" PRIu64 " clk_tck=%ld",
 	       r->err ? "fail" : "ok", mode_names[o->mode], o->size, r->bytes, r->ns, r->calls,
-	       tv_delta_us(a->utime, b->utime), tv_delta_us(a->stime, b->stime),
-	       b->busy - a->busy, b->total - a->total, sysconf(_SC_CLK_TCK));
+	       tv_delta_us(a->utime, b->utime), tv_delta_us(a->stime, b->stime), b->busy - a->busy,
+	       b->total - a->total, sysconf(_SC_CLK_TCK));
 	if (r->have_rtt)
 		printf(" rtt_mean_ns=%" PRIu64 " rtt_p50_ns=%" PRIu64 " rtt_p99_ns=%" PRIu64,
 		       r->rtt_mean_ns, r->rtt_p50_ns, r->rtt_p99_ns);
@@ -430,7 +431,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'd':
 			errno = 0;
 			o->seconds = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(o->seconds > 0 && o->seconds < 3600))
+			if (errno || end == optarg || *end ||
+			    !(o->seconds > 0 && o->seconds < 3600))
 				usage();
 			break;
 		case 't':

@@ -16,6 +16,7 @@ Exit status: 0 all figures measured; 1 a boot or a step failed (the table still 
 what was measured); 2 usage; 77 skipped (SKIFF_SKIP_GUESTS=1).
 """
 import argparse
+import functools
 import hashlib
 import json
 import math
@@ -53,6 +54,7 @@ def t_cdf_pos(x, df, steps=4000):
     return 0.5 + s * h / 3
 
 
+@functools.lru_cache(maxsize=None)
 def t_quantile(p, df):
     """Student t quantile for p in (0.5, 1), by bisection on the CDF."""
     lo, hi = 0.0, 1.0
@@ -141,7 +143,7 @@ class Step:
                 kib = gb / 1024
                 out[f"cpu_guest_h2g_{s}"] = busy * 1e9 / kib if busy is not None else None
                 out[f"cpu_proc_h2g_{s}"] = proc * 1e9 / kib
-                out[f"recv_calls_per_kib_h2g_{s}"] = int(g["calls"]) / kib
+                out[f"bytes_per_recv_h2g_{s}"] = gb / int(g["calls"]) if int(g["calls"]) else None
             return out
         return {f"rtt_{s}": int(g["rtt_mean_ns"]) / 1e3, f"rtt_p99_{s}": int(g["rtt_p99_ns"]) / 1e3}
 
@@ -160,9 +162,9 @@ def figure_meta(name):
     if m:
         who = "guest CPU" if m.group(1) == "guest" else "recv proc CPU"
         return f"{who}/KiB h2g {fmt_size(int(m.group(2)))}", "ns/KiB", "lower", None
-    m = re.match(r"recv_calls_per_kib_h2g_(\d+)$", name)
+    m = re.match(r"bytes_per_recv_h2g_(\d+)$", name)
     if m:
-        return f"recv calls/KiB h2g {fmt_size(int(m.group(1)))}", "1/KiB", "lower", None
+        return f"bytes/recv call h2g {fmt_size(int(m.group(1)))}", "B", "higher", None
     return name, "", "", None
 
 
@@ -392,6 +394,15 @@ def parse_sizes(s):
     return v
 
 
+def figure_names(a):
+    """Every figure of a run, in table order."""
+    names = [f"g2h_{s}" for s in a.sizes] + [f"h2g_{s}" for s in a.sizes]
+    names += [f"rtt_{s}" for s in a.rtt_sizes] + [f"rtt_p99_{s}" for s in a.rtt_sizes]
+    for k in ("cpu_guest_h2g", "cpu_proc_h2g", "bytes_per_recv_h2g"):
+        names += [f"{k}_{s}" for s in a.sizes]
+    return names
+
+
 def summarise(pairs, names):
     summary = {}
     for name in names:
@@ -524,7 +535,7 @@ def main():
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     work = tempfile.mkdtemp(prefix="skiff-gab-", dir="/tmp")
-    pairs, failed, names = [], False, []
+    pairs, failed = [], False
     t_start = time.monotonic()
     try:
         for i in range(a.pairs):
@@ -540,9 +551,6 @@ def main():
                     figs = {}
                 finally:
                     boot.cleanup()
-                for n in figs:
-                    if n not in names:
-                        names.append(n)
                 pair[side] = {"variant": variant, "figures": figs, "boot_seconds": boot.seconds,
                               "errors": boot.errors, "device_counters": boot.counters, "steps": boot.raw()}
                 status = "ok" if not boot.errors else "FAILED: " + "; ".join(boot.errors)
@@ -555,7 +563,7 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
         else:
             print(f"guest_ab: work directory kept: {work}")
-    summary = summarise(pairs, names)
+    summary = summarise(pairs, figure_names(a))
     cfg["wall_seconds"] = time.monotonic() - t_start
     print_table(summary, cfg)
     print(f"guest_ab: {a.pairs} pair(s) in {cfg['wall_seconds']:.0f} s" + (" with FAILURES" if failed else ""))
