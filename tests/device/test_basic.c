@@ -324,7 +324,10 @@ START_TEST(t_stray_packets)
 	struct fx fx;
 	struct fx_opts o = { .drv.no_auto_rst = true };
 
+	struct vsock_dev_counters k0, k1;
+
 	fx_setup(&fx, &o);
+	fx_counters(&fx, &k0);
 	sim_hdr_init(fx.drv, &h, 1234, 4321, VIRTIO_VSOCK_TYPE_STREAM, VIRTIO_VSOCK_OP_RST);
 	ck_assert_int_ge(sim_send_pkt(fx.drv, &h, NULL, 0, SIM_SHAPE_LINEAR, FX_T), 0);
 	ck_assert_int_eq(sim_wait_tx_idle(fx.drv, FX_T), 0);
@@ -348,6 +351,76 @@ START_TEST(t_stray_packets)
 		ck_assert_uint_eq(p.hdr.len, 0);
 		sim_pkt_free(&p);
 	}
+	/* 5 RSTs sent, the 5 packets (and perhaps the stray RST) dropped, nothing malformed */
+	fx_counters(&fx, &k1);
+	ck_assert_uint_eq(k1.conn_resets - k0.conn_resets, 5);
+	ck_assert_uint_ge(k1.dropped_pkts - k0.dropped_pkts, 5);
+	ck_assert_uint_le(k1.dropped_pkts - k0.dropped_pkts, 6);
+	ck_assert_uint_eq(k1.malformed_pkts, k0.malformed_pkts);
+	ck_assert_uint_eq(k1.tx_pkts - k0.tx_pkts, 6);
+	fx_teardown(&fx);
+}
+END_TEST
+
+/* A REQUEST for a connection that already exists does not disturb it. */
+START_TEST(t_duplicate_request)
+{
+	struct virtio_vsock_hdr h;
+	struct sim_conn_info ci;
+	struct sim_conn *c;
+	struct fx fx;
+	int lfd, fd;
+
+	fx_setup(&fx, NULL);
+	fd = fx_guest_connect(&fx, PORT, VIRTIO_VSOCK_TYPE_STREAM, &c, &lfd);
+	sim_conn_info(c, &ci);
+	sim_hdr_init(fx.drv, &h, ci.local_port, ci.peer_port, VIRTIO_VSOCK_TYPE_STREAM,
+		     VIRTIO_VSOCK_OP_REQUEST);
+	h.buf_alloc = 256 * 1024;
+	ck_assert_int_ge(sim_send_pkt(fx.drv, &h, NULL, 0, SIM_SHAPE_LINEAR, FX_T), 0);
+	/*
+	 * Either the connection goes on, or the device resets it cleanly. A
+	 * CREDIT_REQUEST behind it tells which: CREDIT_UPDATE or RST.
+	 */
+	if (sim_credit_request(c) == 0) {
+		int64_t end = hp_now_ms() + FX_T;
+
+		do {
+			sim_conn_info(c, &ci);
+			if (ci.reset || ci.credit_updates_rx)
+				break;
+			usleep(1000);
+		} while (hp_now_ms() < end);
+		ck_assert(ci.reset || ci.credit_updates_rx);
+	} else {
+		sim_conn_info(c, &ci);
+		ck_assert(ci.reset);
+	}
+	if (!ci.reset) {
+		fx_xfer_g2h(fd, c, 50000, 1);
+		fx_xfer_h2g(fd, c, 50000, 2);
+	}
+	close(fd);
+	sim_close(c, FX_T);
+	close(lfd);
+	fx_teardown(&fx);
+}
+END_TEST
+
+/* A SEQPACKET connect to a host STREAM listener (and vice versa) is refused with RST. */
+START_TEST(t_type_mismatch)
+{
+	struct sim_conn *c;
+	struct fx fx;
+	int lfd;
+
+	fx_setup(&fx, NULL);
+	lfd = hp_listen_port(fx.uds, PORT, 4, _i);
+	ck_assert_int_eq(sim_connect(fx.drv, PORT,
+				     _i ? VIRTIO_VSOCK_TYPE_STREAM : VIRTIO_VSOCK_TYPE_SEQPACKET,
+				     FX_T, &c),
+			 -ECONNRESET);
+	close(lfd);
 	fx_teardown(&fx);
 }
 END_TEST
@@ -571,6 +644,8 @@ static Suite *suite(void)
 	FX_ADD(s, t_credit_request, 30);
 	FX_ADD(s, t_device_credit, 30);
 	FX_ADD(s, t_stray_packets, 30);
+	FX_ADD(s, t_duplicate_request, 30);
+	FX_ADD_LOOP(s, t_type_mismatch, 2, 30);
 	FX_ADD(s, t_seqpacket, 30);
 	FX_ADD(s, t_conn_cap, 30);
 	FX_ADD(s, t_two_devices, 30);

@@ -294,6 +294,146 @@ START_TEST(t_drain_close_h2g)
 }
 END_TEST
 
+struct gstream {
+	struct sim_conn *c;
+	ssize_t rc;
+	size_t sent;
+};
+
+static void *guest_stream(void *arg)
+{
+	struct gstream *g = arg;
+	static uint8_t buf[65536];
+
+	for (;;) {
+		ssize_t r = sim_send(g->c, buf, sizeof(buf), FX_T);
+
+		if (r < 0) {
+			g->rc = r;
+			return NULL;
+		}
+		g->sent += (size_t)r;
+	}
+}
+
+/* The host closes while the guest streams: that connection is reset, the others carry on. */
+START_TEST(t_host_close_while_sending)
+{
+	struct gstream g = { 0 };
+	struct sim_conn *c, *c2;
+	struct fx fx;
+	uint8_t buf[65536];
+	int lfd, lfd2, fd, fd2;
+	pthread_t t;
+
+	fx_setup(&fx, NULL);
+	fd = fx_guest_connect(&fx, PORT, VIRTIO_VSOCK_TYPE_STREAM, &c, &lfd);
+	fd2 = fx_guest_connect(&fx, PORT + 1, VIRTIO_VSOCK_TYPE_STREAM, &c2, &lfd2);
+	g.c = c;
+	ck_assert_int_eq(pthread_create(&t, NULL, guest_stream, &g), 0);
+	ck_assert_int_eq(hp_read_full(fd, buf, sizeof(buf), FX_T), (ssize_t)sizeof(buf));
+	close(fd);
+	pthread_join(t, NULL);
+	ck_assert_msg(g.rc == -ECONNRESET || g.rc == -EPIPE, "sim_send: %zd", g.rc);
+	/* the guest sees the end (SHUTDOWN from the peer, or RST) */
+	ck_assert_int_le(sim_recv(c, buf, 1, FX_T), 0);
+	fx_xfer_g2h(fd2, c2, 1 << 20, 1);
+	fx_xfer_h2g(fd2, c2, 1 << 20, 2);
+	sim_abort(c);
+	close(fd2);
+	sim_close(c2, FX_T);
+	close(lfd);
+	close(lfd2);
+	fx_teardown(&fx);
+}
+END_TEST
+
+struct hstream {
+	int fd;
+	volatile int stop;
+};
+
+static void *host_stream(void *arg)
+{
+	struct hstream *h = arg;
+	static uint8_t buf[65536];
+
+	while (!h->stop)
+		if (hp_write_all(h->fd, buf, sizeof(buf), FX_T) < 0)
+			break;
+	return NULL;
+}
+
+static void count_sink(void *opaque, const struct iovec *iov, int iovcnt, size_t len,
+		       uint32_t flags)
+{
+	*(uint64_t *)opaque += len;
+}
+
+/*
+ * Control packets do not wait behind bulk data: with 4 connections pouring
+ * host data into the guest, new connections still get their RESPONSE fast.
+ */
+START_TEST(t_control_not_behind_bulk)
+{
+	struct fx_opts o = { .mrg = _i, .rx_threads = 1 };
+	struct hstream hs[4];
+	struct sim_conn *c[4], *n;
+	uint64_t got[4] = { 0 };
+	int64_t lat[20], t0;
+	struct fx fx;
+	int lfd[4], lfdn, i, fdn;
+	pthread_t t[4];
+
+	fx_setup(&fx, &o);
+	for (i = 0; i < 4; i++) {
+		hs[i].fd =
+			fx_guest_connect(&fx, PORT + i, VIRTIO_VSOCK_TYPE_STREAM, &c[i], &lfd[i]);
+		hs[i].stop = 0;
+		sim_conn_set_sink(c[i], count_sink, &got[i]);
+		ck_assert_int_eq(pthread_create(&t[i], NULL, host_stream, &hs[i]), 0);
+	}
+	FX_WAIT(&fx, rx_bytes, 16 << 20, FX_T);
+	lfdn = hp_listen_port(fx.uds, PORT + 10, 32, 0);
+	for (i = 0; i < 20; i++) {
+		t0 = hp_now_ms();
+		ck_assert_int_eq(sim_connect(fx.drv, PORT + 10, VIRTIO_VSOCK_TYPE_STREAM, FX_T, &n),
+				 0);
+		lat[i] = hp_now_ms() - t0;
+		fdn = hp_accept(lfdn, FX_T);
+		close(fdn);
+		sim_abort(n);
+	}
+	for (i = 0; i < 4; i++) {
+		hs[i].stop = 1;
+		shutdown(hs[i].fd, SHUT_RDWR);
+		pthread_join(t[i], NULL);
+		close(hs[i].fd);
+		sim_abort(c[i]);
+		close(lfd[i]);
+	}
+	close(lfdn);
+	{
+		int64_t sorted[20];
+		int k, j;
+
+		memcpy(sorted, lat, sizeof(lat));
+		for (k = 1; k < 20; k++)
+			for (j = k; j > 0 && sorted[j - 1] > sorted[j]; j--) {
+				int64_t x = sorted[j];
+
+				sorted[j] = sorted[j - 1];
+				sorted[j - 1] = x;
+			}
+		ck_assert_msg(sorted[10] < 50, "median connect latency under bulk load: %lld ms",
+			      (long long)sorted[10]);
+		ck_assert_msg(sorted[19] < 2000, "worst connect latency: %lld ms",
+			      (long long)sorted[19]);
+	}
+	fx_teardown(&fx);
+}
+END_TEST
+
 /* 64 connections (half guest-, half host-initiated), both ways, random sizes. */
 START_TEST(t_64_conns)
 {
@@ -404,6 +544,8 @@ static Suite *suite(void)
 	FX_ADD(s, t_shutdown_rcv, 50);
 	FX_ADD(s, t_drain_close_g2h, 50);
 	FX_ADD_LOOP(s, t_drain_close_h2g, 3, 50);
+	FX_ADD(s, t_host_close_while_sending, 50);
+	FX_ADD_LOOP(s, t_control_not_behind_bulk, 2, 50);
 	FX_ADD_LOOP(s, t_64_conns, 2, 50);
 	FX_ADD(s, t_backlog1_listener, 50);
 	return s;
