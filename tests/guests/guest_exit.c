@@ -5,7 +5,8 @@
  * the code given as "code=N" on the command line (default 0).
  *   report 0: sum of i*i for i < n ("n=N", default 1000), computed here
  * "spin=1" loops forever after the report (for stop tests), "fault=1" ends in
- * a triple fault (no IDT).
+ * a triple fault (no IDT), "emufail=1" reads MMIO with popcnt, an instruction
+ * KVM's emulator does not know.
  */
 #include "guest.h"
 
@@ -30,6 +31,15 @@ int guest_main(const char *cmdline, uint64_t mem_size)
 	if (cmdline_get(cmdline, "spin", 0)) /* until the host stops the VM */
 		for (;;)
 			barrier();
+	if (cmdline_get(cmdline, "emufail", 0)) {
+		/* popcnt with an MMIO operand: KVM must emulate it and cannot. */
+		uint64_t v;
+
+		__asm__ __volatile__("popcnt %1, %0"
+				     : "=r"(v)
+				     : "m"(*(volatile uint64_t *)(SKIFF_DEBUG_MMIO_GPA + 0x100)));
+		guest_report(1, v);
+	}
 	if (cmdline_get(cmdline, "fault", 0))
 		*(volatile uint64_t *)0xfffffff000000000ull =
 			1; /* non-canonical: #GP, triple fault */

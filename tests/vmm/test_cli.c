@@ -200,10 +200,13 @@ START_TEST(kvm_missing)
 }
 END_TEST
 
-/* SIGTERM while a guest spins: the VM stops, status 143, the console file is complete. */
+/*
+ * SIGTERM while a guest spins (with a vsock device): the VM stops, status 143,
+ * the console file is complete and the listener socket is removed.
+ */
 START_TEST(sigterm_stops_cleanly)
 {
-	char dir[64], con[128], arg[160];
+	char dir[64], con[128], arg[160], uds[128], vs[160];
 	struct timespec ts = { 0, 10 * 1000 * 1000 };
 	int status, i;
 	pid_t pid;
@@ -213,12 +216,17 @@ START_TEST(sigterm_stops_cleanly)
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(con, sizeof(con), "%s/console.log", dir);
 	snprintf(arg, sizeof(arg), "file:%s", con);
+	snprintf(uds, sizeof(uds), "%s/v.sock", dir);
+	snprintf(vs, sizeof(vs), "cid=3,uds=%s", uds);
+#ifndef SKIFF_HAVE_VSOCK
+	vs[0] = '\0';
+#endif
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		execl(SKIFF_BIN, SKIFF_BIN, "run", "--tiny-guest", "--kernel",
 		      guest_path("guest_exit"), "--cmdline", "spin=1", "--console", arg,
-		      (char *)NULL);
+		      vs[0] ? "--vsock" : (char *)NULL, vs, (char *)NULL);
 		_exit(127);
 	}
 	/* The guest prints before it spins: wait for the line (bounded, 60 s). */
@@ -234,8 +242,10 @@ START_TEST(sigterm_stops_cleanly)
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert(WIFEXITED(status));
 	ck_assert_int_eq(WEXITSTATUS(status), 143);
-	unlink(con);
-	rmdir(dir);
+	/* nothing left behind: the vsock listener path is gone */
+	ck_assert_int_eq(access(uds, F_OK), -1);
+	ck_assert_int_eq(unlink(con), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
 }
 END_TEST
 

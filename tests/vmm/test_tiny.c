@@ -76,6 +76,20 @@ START_TEST(triple_fault)
 }
 END_TEST
 
+/* An MMIO access KVM cannot emulate stops the VM, naming RIP and the bytes. */
+START_TEST(emulation_failure_names_rip_and_bytes)
+{
+	struct skiff_exit ex;
+
+	ck_assert_int_eq(run_tiny("guest_exit", "emufail=1 code=1", MEM, 60000, &ex, NULL), 0);
+	ck_assert_msg(ex.reason == SKIFF_EXIT_GUEST_ERROR, "%s: %s",
+		      skiff_exit_reason_name(ex.reason), ex.message);
+	ck_assert_int_eq(skiff_exit_status(&ex), SKIFF_STATUS_GUEST_ERROR);
+	ck_assert_ptr_nonnull(strstr(ex.message, "emulation failure at rip 0x4"));
+	ck_assert_ptr_nonnull(strstr(ex.message, "instruction bytes: f3 48 0f b8"));
+}
+END_TEST
+
 START_TEST(stop_spinning_guest)
 {
 	struct skiff_exit ex;
@@ -288,6 +302,7 @@ int main(void)
 	tcase_add_test(tc, exit_code_and_report);
 	tcase_add_test(tc, big_code);
 	tcase_add_test(tc, triple_fault);
+	tcase_add_test(tc, emulation_failure_names_rip_and_bytes);
 	tcase_add_test(tc, stop_spinning_guest);
 	tcase_add_test(tc, two_vms_one_process);
 	tcase_add_test(tc, config_errors);
