@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -166,6 +168,35 @@ START_TEST(vsock_args)
 }
 END_TEST
 
+/* A live listener already owns the uds path: refused with a remedy, and left alone. */
+START_TEST(vsock_uds_in_use)
+{
+#ifdef SKIFF_HAVE_VSOCK
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[64], uds[128], vs[160];
+	int fd;
+
+	if (!kvm_present())
+		return;
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(uds, sizeof(uds), "%s/v.sock", dir);
+	snprintf(vs, sizeof(vs), "cid=3,uds=%s", uds);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	memcpy(sa.sun_path, uds, strlen(uds) + 1);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(fd, 1), 0);
+	ck_assert_int_eq(skiff(NULL, "run", "--tiny-guest", "--kernel", guest_path("guest_exit"),
+			       "--vsock", vs),
+			 64);
+	has("another process listens on the vsock uds path");
+	ck_assert_int_eq(access(uds, F_OK), 0);
+	close(fd);
+	unlink(uds);
+	rmdir(dir);
+#endif
+}
+END_TEST
+
 START_TEST(kvm_missing)
 {
 	const char *k = guest_path("guest_exit");
@@ -263,6 +294,7 @@ int main(void)
 	tcase_add_test(tc, unknown_format);
 	tcase_add_test(tc, bad_sizes_and_counts);
 	tcase_add_test(tc, vsock_args);
+	tcase_add_test(tc, vsock_uds_in_use);
 	tcase_add_test(tc, kvm_missing);
 	tcase_add_test(tc, sigterm_stops_cleanly);
 	suite_add_tcase(s, tc);

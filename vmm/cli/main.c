@@ -410,9 +410,27 @@ static int cmd_run(int argc, char **argv)
 	err = skiff_vm_start(vm);
 	if (err) {
 		skiff_vm_wait(vm, -1, &ex);
-		fprintf(stderr, "skiff: cannot start the VM: %s\n", ex.message);
-		status = err == -E2BIG || err == -ENOEXEC ? SKIFF_STATUS_USAGE :
-							    SKIFF_STATUS_VMM_ERROR;
+		if (err == -E2BIG)
+			fprintf(stderr,
+				"skiff: cannot start the VM: the kernel, initrd or command line does "
+				"not fit (%s); give the guest more memory with --mem or shorten "
+				"--cmdline\n",
+				ex.message);
+		else if (err == -ENOEXEC)
+			fprintf(stderr,
+				"skiff: cannot start the VM: the kernel image is malformed (%s); "
+				"rebuild it or pass another --kernel\n",
+				ex.message);
+		else if (err == -EADDRINUSE)
+			fprintf(stderr,
+				"skiff: cannot start the VM: another process listens on the vsock "
+				"uds path (%s); stop it or choose another uds=PATH\n",
+				ex.message);
+		else
+			fprintf(stderr, "skiff: cannot start the VM: %s\n", ex.message);
+		status = (err == -E2BIG || err == -ENOEXEC || err == -EADDRINUSE) ?
+				 SKIFF_STATUS_USAGE :
+				 SKIFF_STATUS_VMM_ERROR;
 		goto out;
 	}
 	skiff_vm_wait(vm, -1, &ex);
