@@ -367,6 +367,44 @@ START_TEST(host_connect_mrg_rxbuf)
 }
 END_TEST
 
+/* Two vsock VMs in one process at the same time, each with its own device and peer. */
+START_TEST(two_vsock_vms_one_process)
+{
+	struct vsock_run r[2];
+	struct echo_peer e[2];
+	char cmd[128], peer[160];
+	const uint64_t total = 2u << 20;
+	unsigned int i;
+
+	memset(e, 0, sizeof(e));
+	for (i = 0; i < 2; i++) {
+		snprintf(cmd, sizeof(cmd), "port=%d mib=2 mode=0 mrg=%u", PORT, i);
+		start_vm(&r[i], "guest_vsock_echo", cmd, i == 1);
+		snprintf(peer, sizeof(peer), "%s_%d", r[i].uds, PORT);
+		e[i].lfd = listen_unix(peer);
+		ck_assert_int_eq(pthread_create(&e[i].th, NULL, echo_thread, &e[i]), 0);
+	}
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(skiff_vm_start(r[i].vm), 0);
+	for (i = 0; i < 2; i++) {
+		finish_vm(&r[i]);
+		ck_assert_msg(r[i].ex.reason == SKIFF_EXIT_GUEST_CODE && r[i].ex.code == 0,
+			      "VM %u: %s: %s", i, skiff_exit_reason_name(r[i].ex.reason),
+			      r[i].ex.message);
+		pthread_join(e[i].th, NULL);
+		close(e[i].lfd);
+		ck_assert_uint_eq(e[i].received, total);
+		ck_assert_uint_eq(e[i].bad, 0);
+		ck_assert_uint_eq(report(&r[i], 5), pattern_fnv(total));
+		ck_assert_uint_eq(r[i].c.vsock_rx_bytes, total);
+		ck_assert_uint_eq(
+			!!(r[i].c.vsock_driver_features & (1ull << VIRTIO_VSOCK_F_MRG_RXBUF)), i);
+	}
+	for (i = 0; i < 2; i++)
+		cleanup(&r[i]);
+}
+END_TEST
+
 /* No listener at <uds>_<port>: the guest gets a RST and says so (exit 3). */
 START_TEST(connect_refused)
 {
@@ -398,6 +436,7 @@ int main(void)
 	tcase_add_test(tc, echo_mrg_wanted_not_offered);
 	tcase_add_test(tc, host_connect_plain);
 	tcase_add_test(tc, host_connect_mrg_rxbuf);
+	tcase_add_test(tc, two_vsock_vms_one_process);
 	tcase_add_test(tc, connect_refused);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
