@@ -96,6 +96,7 @@ struct skiff_counters {
 	uint64_t exits_mmio;
 	uint64_t exits_io;
 	uint64_t exits_intr; /* KVM_RUN returned EINTR */
+	uint64_t int3_injected; /* int3 emulation failures answered with #BP (x86) */
 	/* Nanoseconds from skiff_vm_create() to the first KVM_RUN. */
 	uint64_t setup_ns;
 	/* CLOCK_MONOTONIC time of the first KVM_RUN in ns (0 before it). */

@@ -585,6 +585,7 @@ int skiff_vm_get_counters(struct skiff_vm *h, struct skiff_counters *out)
 	out->exits_mmio = atomic_load(&vm->exits_mmio);
 	out->exits_io = atomic_load(&vm->exits_io);
 	out->exits_intr = atomic_load(&vm->exits_intr);
+	out->int3_injected = atomic_load(&vm->int3_injected);
 	out->setup_ns = atomic_load(&vm->setup_ns);
 	out->first_run_mono_ns = out->setup_ns ? vm->t_create_ns + out->setup_ns : 0;
 	if (vm->vmmio)

@@ -76,7 +76,7 @@ struct vm {
 
 	uint64_t t_create_ns; /* CLOCK_MONOTONIC at skiff_vm_create() */
 	_Atomic uint64_t setup_ns; /* create to first KVM_RUN, 0 until then */
-	_Atomic uint64_t exits, exits_mmio, exits_io, exits_intr;
+	_Atomic uint64_t exits, exits_mmio, exits_io, exits_intr, int3_injected;
 
 	/* Report slots written by the debug device; bit i of report_set = slot i valid. */
 	_Atomic uint64_t reports[16];

@@ -143,8 +143,10 @@ bool arch_handle_internal_error(struct vcpu *vcpu, char *msg, size_t msg_len)
 	}
 	if (!n && !fetch_insn(vcpu, regs.rip, insn, sizeof(insn)))
 		n = sizeof(insn);
-	if (n && insn[0] == 0xcc && inject_bp(vcpu, &regs))
+	if (n && insn[0] == 0xcc && inject_bp(vcpu, &regs)) {
+		atomic_fetch_add_explicit(&vcpu->vm->int3_injected, 1, memory_order_relaxed);
 		return true;
+	}
 
 	off = (size_t)snprintf(msg, msg_len, "emulation failure at rip 0x%llx, instruction bytes:",
 			       (unsigned long long)regs.rip);
