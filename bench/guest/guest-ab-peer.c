@@ -3,12 +3,13 @@
  * guest-ab-peer: the host side of the A/B guest benchmark (bench/guest/guest_ab.py).
  *
  * Against a guest through skiff's hybrid Unix sockets (a guest connection to vsock port P
- * arrives at <uds_path>_<P>, DESIGN.md "Host side of vsock"), one connection each:
+ * arrives at <uds_path>_<P>, DESIGN.md "Host side of vsock"), --conns N connections (default
+ * 1), each served by its own thread the same way:
  *   guest-ab-peer sink   --listen PATH [--read-size R]
  *       read until EOF (R bytes per call, default 64 KiB), then close.
  *   guest-ab-peer source --listen PATH --size S [--seconds D] [--max-bytes B]
  *       write S-byte chunks for D seconds or B bytes, shut down the write side, then read
- *       until EOF (the guest's ack after it read everything).
+ *       the guest's 1-byte ack (it read everything), then close.
  *   guest-ab-peer echo   --listen PATH [--size S]
  *       send back what arrives (reads of up to S bytes) until EOF.
  * The limits of this machine, measured in the same run (AF_UNIX stream socketpair,
@@ -16,14 +17,20 @@
  *   guest-ab-peer socketpair --size S [--read-size R] [--seconds D]
  *   guest-ab-peer socketpair-pingpong --size S --count N
  * Common: --timeout S (default 60): give up on a peer that does not show up or stalls.
+ * sink/source/echo: --cpu-tree PID also reports tree_cpu_ns=, the CPU time the processes
+ * under PID (the guest: UML is a tree of host processes) used from the first accept to the
+ * end of the transfers (from /proc/.../schedstat, all threads).
  *
  * Listening modes print "PEER-LISTENING" once the socket listens (the driver waits for it
  * before it lets the guest connect). Every mode ends with one line:
- *   PEER status=ok|fail mode=M bytes=N ns=T [rtt_mean_ns=R] [err=NAME where=WHAT]
- * ns is the wall time from accept() (or the threads' start) to the end of the transfer:
- * for source, until the guest's ack arrived, so every byte counted was delivered.
+ *   PEER status=ok|fail mode=M bytes=N ns=T [rtt_mean_ns=R] [tree_cpu_ns=C]
+ *        [err=NAME where=WHAT]
+ * ns is the wall time from the first accept() (or the threads' start) to the end of the last
+ * transfer: for source, until the guest's ack arrived, so every byte counted was delivered;
+ * bytes is the sum over the connections.
  * Exit status: 0 ok, 1 failure, 2 usage.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -50,12 +57,15 @@ struct opts {
 	double seconds;
 	uint64_t max_bytes;
 	uint64_t count;
+	unsigned int conns; /* sink/source/echo: connections to accept */
+	long cpu_tree; /* 0, or the root pid whose descendants' CPU time to report */
 	unsigned int timeout_s;
 };
 
 struct result {
 	uint64_t bytes, ns;
 	uint64_t rtt_mean_ns; /* socketpair-pingpong only */
+	uint64_t tree_cpu_ns; /* --cpu-tree: the tree's CPU time over the transfer */
 	int err; /* positive errno, 0 if none */
 	const char *where;
 };
@@ -204,69 +214,256 @@ static int pump(int fd, const struct opts *o, const uint8_t *buf, uint64_t *sent
 	return 0;
 }
 
-static int run_uds(const struct opts *o, uint8_t *buf, struct result *r)
+/* Parent pid of @pid from /proc/PID/stat (the field after the parenthesised name); -1. */
+static long proc_ppid(long pid)
 {
-	int lfd, fd, ret;
-	uint64_t t0;
+	char path[64], line[512], *p;
+	long ppid = -1;
+	FILE *f;
 
-	ret = listen_on(o->path, r, &lfd);
-	if (ret)
-		return ret;
-	printf("PEER-LISTENING\n");
-	fflush(stdout);
-	ret = accept_one(lfd, o->timeout_s, r, &fd);
-	close(lfd);
-	unlink(o->path);
-	if (ret)
-		return ret;
-	t0 = now_ns();
-	if (!strcmp(o->mode, "sink")) {
-		ret = drain(fd, buf, o->read_size, r);
-	} else if (!strcmp(o->mode, "source")) {
-		uint64_t ack = 0;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fgets(line, sizeof(line), f)) {
+		p = strrchr(line, ')');
+		if (p && sscanf(p + 1, " %*c %ld", &ppid) != 1)
+			ppid = -1;
+	}
+	fclose(f);
+	return ppid;
+}
 
-		ret = pump(fd, o, buf, &r->bytes);
-		if (ret) {
-			errno = -ret;
-			ret = fail(r, "send");
-		} else if (shutdown(fd, SHUT_WR)) {
-			ret = fail(r, "shutdown");
-		} else {
-			struct result a = { 0 };
+/* CPU time of every thread of @pid, ns, from /proc/PID/task/TID/schedstat (field 1). */
+static uint64_t proc_cpu_ns(long pid)
+{
+	char path[96];
+	struct dirent *de;
+	uint64_t sum = 0;
+	DIR *d;
 
-			ret = drain(fd, buf, o->size, &a);
-			ack = a.bytes;
-			if (ret) {
-				r->err = a.err;
-				r->where = "ack";
-			} else if (ack != 1) {
-				errno = EBADMSG;
-				ret = fail(r, "ack");
+	snprintf(path, sizeof(path), "/proc/%ld/task", pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		unsigned long long ns;
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/task/%.20s/schedstat", pid, de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fscanf(f, "%llu", &ns) == 1)
+			sum += ns;
+		fclose(f);
+	}
+	closedir(d);
+	return sum;
+}
+
+/*
+ * CPU time (ns) used so far by the process tree under @root, @root excluded: with
+ * --cpu-tree, the guest's own cost as the host sees it (a UML guest is a tree of host
+ * processes), immune to the guest's clock running while the host deschedules it.
+ * Processes that exited take their time with them, so sample while they live.
+ */
+static uint64_t tree_cpu_ns(long root)
+{
+	enum { MAX_PROCS = 4096 };
+	static long pid[MAX_PROCS], ppid[MAX_PROCS];
+	static bool in[MAX_PROCS];
+	unsigned int n = 0;
+	struct dirent *de;
+	uint64_t sum = 0;
+	bool grew = true;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < MAX_PROCS) {
+		char *end;
+		long p = strtol(de->d_name, &end, 10);
+
+		if (*end || p <= 0)
+			continue;
+		pid[n] = p;
+		ppid[n] = proc_ppid(p);
+		in[n] = false;
+		n++;
+	}
+	closedir(d);
+	while (grew) { /* descendants: anything whose parent is root or already in */
+		grew = false;
+		for (unsigned int i = 0; i < n; i++) {
+			if (in[i])
+				continue;
+			if (ppid[i] == root) {
+				in[i] = grew = true;
+				continue;
 			}
-		}
-	} else {
-		for (;;) {
-			ssize_t n = recv(fd, buf, o->size, 0);
-
-			if (n == 0)
-				break;
-			if (n < 0) {
-				if (errno == EINTR)
-					continue;
-				ret = fail(r, "recv");
-				break;
+			for (unsigned int j = 0; j < n; j++) {
+				if (in[j] && pid[j] == ppid[i]) {
+					in[i] = grew = true;
+					break;
+				}
 			}
-			ret = write_all(fd, buf, (size_t)n);
-			if (ret) {
-				errno = -ret;
-				ret = fail(r, "send");
-				break;
-			}
-			r->bytes += (uint64_t)n;
 		}
 	}
-	r->ns = now_ns() - t0;
-	close(fd);
+	for (unsigned int i = 0; i < n; i++)
+		if (in[i])
+			sum += proc_cpu_ns(pid[i]);
+	return sum;
+}
+
+/* One accepted connection of sink/source/echo, served by its own thread. */
+struct uds_conn {
+	const struct opts *o;
+	int fd;
+	uint8_t *buf; /* private, max(size, read_size) bytes */
+	struct result r;
+	uint64_t end_ns; /* when this connection's transfer ended */
+	int ret;
+};
+
+static int serve_conn(struct uds_conn *c)
+{
+	const struct opts *o = c->o;
+	struct result *r = &c->r;
+	int ret;
+
+	if (!strcmp(o->mode, "sink"))
+		return drain(c->fd, c->buf, o->read_size, r);
+	if (!strcmp(o->mode, "source")) {
+		ret = pump(c->fd, o, c->buf, &r->bytes);
+		if (ret) {
+			errno = -ret;
+			return fail(r, "send");
+		}
+		if (shutdown(c->fd, SHUT_WR))
+			return fail(r, "shutdown");
+		/*
+		 * The guest sends one byte once it read everything, then waits for our
+		 * close (so that it is still there for the last --cpu-tree sample).
+		 */
+		ret = read_full(c->fd, c->buf, 1);
+		if (ret) {
+			errno = -ret;
+			return fail(r, "ack");
+		}
+		return 0;
+	}
+	for (;;) { /* echo */
+		ssize_t n = recv(c->fd, c->buf, o->size, 0);
+
+		if (n == 0)
+			return 0;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return fail(r, "recv");
+		}
+		ret = write_all(c->fd, c->buf, (size_t)n);
+		if (ret) {
+			errno = -ret;
+			return fail(r, "send");
+		}
+		r->bytes += (uint64_t)n;
+	}
+}
+
+static void *conn_thread(void *arg)
+{
+	struct uds_conn *c = arg;
+
+	c->ret = serve_conn(c);
+	c->end_ns = now_ns();
+	return NULL;
+}
+
+/*
+ * Listen on o->path, accept o->conns connections, serve each in its own thread. r->bytes
+ * is the sum over the connections; r->ns runs from the first accept to the end of the
+ * last transfer. The first failure is reported.
+ */
+static int run_uds(const struct opts *o, struct result *r)
+{
+	struct uds_conn *c = calloc(o->conns, sizeof(*c));
+	pthread_t *th = calloc(o->conns, sizeof(*th));
+	size_t blen = o->size > o->read_size ? o->size : o->read_size;
+	unsigned int started = 0, accepted = 0;
+	uint64_t t0 = 0, t_end = 0;
+	int lfd = -1, ret;
+
+	if (!c || !th) {
+		errno = ENOMEM;
+		ret = fail(r, "calloc");
+		goto out;
+	}
+	ret = listen_on(o->path, r, &lfd);
+	if (ret)
+		goto out;
+	printf("PEER-LISTENING\n");
+	fflush(stdout);
+	for (; accepted < o->conns; accepted++) {
+		c[accepted].o = o;
+		c[accepted].fd = -1;
+		ret = accept_one(lfd, o->timeout_s, r, &c[accepted].fd);
+		if (ret)
+			break;
+		if (!accepted) {
+			t0 = now_ns();
+			if (o->cpu_tree)
+				r->tree_cpu_ns = tree_cpu_ns(o->cpu_tree);
+		}
+		c[accepted].buf = malloc(blen);
+		if (!c[accepted].buf) {
+			errno = ENOMEM;
+			ret = fail(r, "malloc");
+			accepted++;
+			break;
+		}
+		memset(c[accepted].buf, 0x5a, blen);
+		ret = pthread_create(&th[accepted], NULL, conn_thread, &c[accepted]);
+		if (ret) {
+			errno = ret;
+			ret = fail(r, "pthread_create");
+			accepted++;
+			break;
+		}
+		started++;
+	}
+	close(lfd);
+	unlink(o->path);
+	for (unsigned int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	/* The guest program is still there: it closes only after our close (or its ack). */
+	if (o->cpu_tree && started) {
+		uint64_t t = tree_cpu_ns(o->cpu_tree);
+
+		r->tree_cpu_ns = t > r->tree_cpu_ns ? t - r->tree_cpu_ns : 0;
+	}
+	for (unsigned int i = 0; i < started; i++) {
+		r->bytes += c[i].r.bytes;
+		if (c[i].end_ns > t_end)
+			t_end = c[i].end_ns;
+		if (c[i].ret && !ret) {
+			ret = c[i].ret;
+			r->err = c[i].r.err;
+			r->where = c[i].r.where;
+		}
+	}
+	r->ns = started ? t_end - t0 : 0;
+out:
+	for (unsigned int i = 0; c && i < accepted; i++) {
+		if (c[i].fd >= 0)
+			close(c[i].fd);
+		free(c[i].buf);
+	}
+	free(c);
+	free(th);
 	return ret;
 }
 
@@ -399,7 +596,8 @@ out:
 static void usage(void)
 {
 	fputs("usage: guest-ab-peer sink|source|echo --listen PATH [--size S] [--read-size R]\n"
-	      "                     [--seconds D] [--max-bytes B] [--timeout S]\n"
+	      "                     [--seconds D] [--max-bytes B] [--conns N] [--cpu-tree PID]\n"
+	      "                     [--timeout S]\n"
 	      "       guest-ab-peer socketpair --size S [--read-size R] [--seconds D]\n"
 	      "       guest-ab-peer socketpair-pingpong --size S --count N\n",
 	      stderr);
@@ -428,6 +626,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "max-bytes", required_argument, NULL, 'b' },
 		{ "count", required_argument, NULL, 'n' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "conns", required_argument, NULL, 'c' },
+		{ "cpu-tree", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char *const modes[] = { "sink", "source", "echo", "socketpair",
@@ -465,6 +665,12 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 't':
 			o->timeout_s = (unsigned int)parse_num(optarg, 86400);
 			break;
+		case 'c':
+			o->conns = (unsigned int)parse_num(optarg, 256);
+			break;
+		case 'T':
+			o->cpu_tree = (long)parse_num(optarg, INT32_MAX);
+			break;
 		case 'd':
 			errno = 0;
 			o->seconds = strtod(optarg, &end);
@@ -476,7 +682,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			usage();
 		}
 	}
-	if (optind != argc || !o->size || !o->timeout_s)
+	if (optind != argc || !o->size || !o->timeout_s || !o->conns)
 		usage();
 	/* Reads are --size bytes unless --read-size says otherwise (sink, socketpair). */
 	if (!o->read_size || !strcmp(o->mode, "source") || !strcmp(o->mode, "echo"))
@@ -493,9 +699,11 @@ static void parse_args(int argc, char **argv, struct opts *o)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {
-		.size = 65536, .seconds = 1.0, .max_bytes = UINT64_MAX >> 20, .timeout_s = 60
-	};
+	struct opts o = { .size = 65536,
+			  .seconds = 1.0,
+			  .max_bytes = UINT64_MAX >> 20,
+			  .timeout_s = 60,
+			  .conns = 1 };
 	struct result r = { 0 };
 	uint8_t *buf;
 	int ret;
@@ -512,11 +720,13 @@ int main(int argc, char **argv)
 	else if (!strcmp(o.mode, "socketpair-pingpong"))
 		ret = run_sp_pingpong(&o, buf, &r);
 	else
-		ret = run_uds(&o, buf, &r);
+		ret = run_uds(&o, &r);
 	printf("PEER status=%s mode=%s bytes=%" PRIu64 " ns=%" PRIu64, ret ? "fail" : "ok", o.mode,
 	       r.bytes, r.ns);
 	if (!strcmp(o.mode, "socketpair-pingpong"))
 		printf(" rtt_mean_ns=%" PRIu64, r.rtt_mean_ns);
+	if (o.cpu_tree)
+		printf(" tree_cpu_ns=%" PRIu64, r.tree_cpu_ns);
 	if (ret)
 		printf(" err=%s where=%s", strerrorname_np(r.err) ?: "unknown", r.where);
 	printf("\n");

@@ -8,11 +8,13 @@
  *       write S-byte chunks until D seconds passed or B bytes went out, then close.
  *   guest-bench recv CID:PORT --size S [--read-size R] [--rcvlowat N] [--buf-size B]
  *       read (R bytes per call, default S) until EOF, then send one byte (the ack
- *       the host times the transfer by) and close.
+ *       the host times the transfer by) and wait for the host to close.
  *   guest-bench pingpong CID:PORT --size S --count N [--rcvlowat N] [--buf-size B]
  *       N times: write S bytes, read S bytes back (the host echoes); per-round-trip
  *       times with CLOCK_MONOTONIC.
- * Other options: --timeout S (default 60; the process exits 3 after S seconds).
+ * Other options: --conns N (send, recv: N connections at once, one thread each; bytes and
+ * calls are summed, ns runs until the last one ended), --timeout S (default 60; the
+ * process exits 3 after S seconds).
  * Sizes take K and M suffixes (binary).
  *
  * Output, one line (keys in this order, all integers):
@@ -32,6 +34,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -57,6 +60,7 @@ struct opts {
 	double seconds;
 	uint64_t max_bytes;
 	uint64_t count;
+	unsigned int conns; /* connections, each with its own thread when > 1 */
 	int rcvlowat; /* 0: leave the default */
 	uint64_t buf_size; /* 0: leave the default */
 	unsigned int timeout_s;
@@ -286,7 +290,19 @@ static int run_recv(const struct opts *o, int fd, uint8_t *buf, struct result *r
 	}
 	if (send(fd, &ack, 1, MSG_NOSIGNAL) != 1)
 		return fail(r, "ack");
-	return 0;
+	/* Stay until the host closes: it samples our CPU time before it does. */
+	for (;;) {
+		ssize_t n = recv(fd, buf, o->read_size, 0);
+
+		if (n == 0)
+			return 0;
+		if (n > 0) {
+			errno = EPROTO;
+			return fail(r, "after-ack");
+		}
+		if (errno != EINTR)
+			return fail(r, "after-ack");
+	}
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -364,7 +380,7 @@ static void usage(void)
 {
 	fputs("usage: guest-bench send|recv|pingpong CID:PORT --size S [--seconds D]\n"
 	      "       [--max-bytes B] [--read-size R] [--count N] [--rcvlowat N]\n"
-	      "       [--buf-size B] [--timeout S]\n",
+	      "       [--buf-size B] [--conns N] [--timeout S]\n",
 	      stderr);
 	exit(2);
 }
@@ -380,6 +396,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "rcvlowat", required_argument, NULL, 'l' },
 		{ "buf-size", required_argument, NULL, 'B' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "conns", required_argument, NULL, 'c' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
@@ -440,6 +457,11 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				usage();
 			o->timeout_s = (unsigned int)v;
 			break;
+		case 'c':
+			if (parse_size(optarg, 256, &v) || !v)
+				usage();
+			o->conns = (unsigned int)v;
+			break;
 		default:
 			usage();
 		}
@@ -448,45 +470,118 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		usage();
 	if (!o->read_size)
 		o->read_size = o->size;
-	if (o->mode == MODE_PINGPONG && !o->count)
+	if (o->mode == MODE_PINGPONG && (!o->count || o->conns != 1))
 		usage();
+}
+
+/* One connection of a run, driven by its own thread when --conns > 1. */
+struct conn {
+	const struct opts *o;
+	int fd;
+	uint8_t *buf; /* private, max(size, read_size) bytes */
+	struct result r;
+	int ret;
+};
+
+static void *conn_thread(void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->o->mode == MODE_SEND)
+		c->ret = run_send(c->o, c->fd, c->buf, &c->r);
+	else if (c->o->mode == MODE_RECV)
+		c->ret = run_recv(c->o, c->fd, c->buf, &c->r);
+	else
+		c->ret = run_pingpong(c->o, c->fd, c->buf, &c->r);
+	return NULL;
 }
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .seconds = 1.0, .max_bytes = UINT64_MAX >> 20, .timeout_s = 60 };
+	struct opts o = {
+		.seconds = 1.0, .max_bytes = UINT64_MAX >> 20, .timeout_s = 60, .conns = 1
+	};
+	size_t blen;
 	struct result r = { 0 };
 	struct cpu_snap a, b;
-	uint8_t *buf;
+	struct conn *c;
+	pthread_t *th;
+	unsigned int opened = 0, started = 0;
 	uint64_t t0;
-	int fd = -1, ret;
+	int ret = 0;
 
 	parse_args(argc, argv, &o);
 	signal(SIGALRM, on_alarm);
 	alarm(o.timeout_s);
-	buf = malloc(o.size > o.read_size ? o.size : o.read_size);
-	if (!buf)
+	blen = o.size > o.read_size ? o.size : o.read_size;
+	c = calloc(o.conns, sizeof(*c));
+	th = calloc(o.conns, sizeof(*th));
+	if (!c || !th)
 		return 1;
-	for (size_t i = 0; i < o.size; i++)
-		buf[i] = (uint8_t)(i * 131 + 7);
-
 	memset(&a, 0, sizeof(a));
 	b = a;
-	ret = open_conn(&o, &r, &fd);
+	for (; opened < o.conns; opened++) {
+		c[opened].o = &o;
+		c[opened].fd = -1;
+		c[opened].buf = malloc(blen);
+		if (!c[opened].buf) {
+			errno = ENOMEM;
+			ret = fail(&r, "malloc");
+			break;
+		}
+		for (size_t i = 0; i < o.size; i++)
+			c[opened].buf[i] = (uint8_t)(i * 131 + 7);
+		ret = open_conn(&o, &r, &c[opened].fd);
+		if (ret) {
+			free(c[opened].buf);
+			break;
+		}
+	}
 	if (!ret) {
 		cpu_snap(&a);
 		t0 = now_ns();
-		if (o.mode == MODE_SEND)
-			ret = run_send(&o, fd, buf, &r);
-		else if (o.mode == MODE_RECV)
-			ret = run_recv(&o, fd, buf, &r);
-		else
-			ret = run_pingpong(&o, fd, buf, &r);
+		if (o.conns == 1) {
+			conn_thread(&c[0]);
+			started = 0;
+		} else {
+			for (; started < o.conns; started++) {
+				ret = pthread_create(&th[started], NULL, conn_thread, &c[started]);
+				if (ret) {
+					errno = ret;
+					ret = fail(&r, "pthread_create");
+					/* shut the others down so their threads end */
+					for (unsigned int i = started; i < o.conns; i++)
+						shutdown(c[i].fd, SHUT_RDWR);
+					break;
+				}
+			}
+		}
+		for (unsigned int i = 0; i < started; i++)
+			pthread_join(th[i], NULL);
 		r.ns = now_ns() - t0;
 		cpu_snap(&b);
-		close(fd);
+		for (unsigned int i = 0; i < o.conns && i < opened; i++) {
+			r.bytes += c[i].r.bytes;
+			r.calls += c[i].r.calls;
+			if (c[i].ret && !ret) {
+				ret = c[i].ret;
+				r.err = c[i].r.err;
+				r.where = c[i].r.where;
+			}
+		}
+		if (o.mode == MODE_PINGPONG) {
+			r.rtt_mean_ns = c[0].r.rtt_mean_ns;
+			r.rtt_p50_ns = c[0].r.rtt_p50_ns;
+			r.rtt_p99_ns = c[0].r.rtt_p99_ns;
+			r.have_rtt = c[0].r.have_rtt;
+		}
 	}
 	print_result(&o, &r, &a, &b);
-	free(buf);
+	for (unsigned int i = 0; i < opened; i++) {
+		close(c[i].fd);
+		free(c[i].buf);
+	}
+	free(c);
+	free(th);
 	return ret ? 1 : 0;
 }

@@ -97,8 +97,9 @@ def fmt_size(n):
 class Step:
     """One measurement in one boot: the guest command, the host peer, the figures it yields."""
 
-    def __init__(self, kind, size, port, a):
-        self.kind, self.size, self.port = kind, size, port
+    def __init__(self, kind, size, port, a, conns=1):
+        self.kind, self.size, self.port, self.conns = kind, size, port, conns
+        self.suffix = f"{size}" if conns == 1 else f"{size}_x{conns}"
         self.guest_line = None  # GUEST-BENCH summary (dict)
         self.guest_rc = None
         self.peer = None
@@ -109,12 +110,15 @@ class Step:
         lowat = "--rcvlowat 1"
         gbuf = f" --buf-size {a.guest_buf}" if a.guest_buf else ""
         tmo = f"--timeout {a.step_timeout}"
+        nc = ["--conns", str(conns)]
         if kind == "g2h":
-            self.guest = f"guest-bench send 2:{port} --size {size} --seconds {sec} --max-bytes {mx} {tmo}"
-            self.peer_args = ["sink", "--size", str(size), "--read-size", str(rs)]
+            self.guest = f"guest-bench send 2:{port} --size {size} --seconds {sec} --max-bytes {mx} " \
+                         f"--conns {conns} {tmo}"
+            self.peer_args = ["sink", "--size", str(size), "--read-size", str(rs)] + nc
         elif kind == "h2g":
-            self.guest = f"guest-bench recv 2:{port} --size {size} --read-size {rs} {lowat}{gbuf} {tmo}"
-            self.peer_args = ["source", "--size", str(size), "--seconds", sec, "--max-bytes", mx]
+            self.guest = f"guest-bench recv 2:{port} --size {size} --read-size {rs} {lowat}{gbuf} " \
+                         f"--conns {conns} {tmo}"
+            self.peer_args = ["source", "--size", str(size), "--seconds", sec, "--max-bytes", mx] + nc
         else:
             self.guest = f"guest-bench pingpong 2:{port} --size {size} --count {a.rtt_count} {lowat}{gbuf} {tmo}"
             self.peer_args = ["echo", "--size", str(size)]
@@ -133,7 +137,7 @@ class Step:
         if gb != hb or gb == 0:
             self.error = f"byte counts differ: guest {gb}, host {hb}"
             return {}
-        s = self.size
+        s = self.suffix
         if self.kind in ("g2h", "h2g"):
             out = {f"{self.kind}_{s}": hb / (int(h["ns"]) / 1e9) / 1e6}
             if self.kind == "h2g":
@@ -143,6 +147,7 @@ class Step:
                 kib = gb / 1024
                 out[f"cpu_guest_h2g_{s}"] = busy * 1e9 / kib if busy is not None else None
                 out[f"cpu_proc_h2g_{s}"] = proc * 1e9 / kib
+                out[f"cpu_host_h2g_{s}"] = int(h["tree_cpu_ns"]) / kib if "tree_cpu_ns" in h else None
                 out[f"bytes_per_recv_h2g_{s}"] = gb / int(g["calls"]) if int(g["calls"]) else None
             return out
         return {f"rtt_{s}": int(g["rtt_mean_ns"]) / 1e3, f"rtt_p99_{s}": int(g["rtt_p99_ns"]) / 1e3}
@@ -150,6 +155,10 @@ class Step:
 
 def figure_meta(name):
     """(label, unit, better, limit key) of a figure name."""
+    m = re.match(r"(.*)_x(\d+)$", name)
+    if m:  # N connections at once: same figure, summed over the connections
+        label, unit, better, lim = figure_meta(m.group(1))
+        return f"{label} x{m.group(2)}", unit, better, lim
     m = re.match(r"(g2h|h2g)_(\d+)$", name)
     if m:
         d = "guest->host" if m.group(1) == "g2h" else "host->guest"
@@ -158,9 +167,9 @@ def figure_meta(name):
     if m:
         what = "RTT p99" if m.group(1) else "RTT mean"
         return f"{what} {fmt_size(int(m.group(2)))}", "us", "lower", f"socketpair_rtt_{m.group(2)}"
-    m = re.match(r"cpu_(guest|proc)_h2g_(\d+)$", name)
+    m = re.match(r"cpu_(guest|proc|host)_h2g_(\d+)$", name)
     if m:
-        who = "guest CPU" if m.group(1) == "guest" else "recv proc CPU"
+        who = {"guest": "guest CPU", "proc": "recv proc CPU", "host": "UML host CPU"}[m.group(1)]
         return f"{who}/KiB h2g {fmt_size(int(m.group(2)))}", "ns/KiB", "lower", None
     m = re.match(r"bytes_per_recv_h2g_(\d+)$", name)
     if m:
@@ -177,14 +186,16 @@ class Boot:
         self.uds = os.path.join(work, "h.sock")
         self.steps = []
         port = FIRST_PORT
-        for s in a.sizes:
-            self.steps.append(Step("g2h", s, port, a))
-            self.steps.append(Step("h2g", s, port + 1, a))
-            port += 2
+        for n in a.conns:
+            for s in a.sizes:
+                self.steps.append(Step("g2h", s, port, a, n))
+                self.steps.append(Step("h2g", s, port + 1, a, n))
+                port += 2
         for s in a.rtt_sizes:
             self.steps.append(Step("rtt", s, port, a))
             port += 1
         self.current = None  # the step whose output the console shows (console thread only)
+        self.vm_pid = None  # guest-run.sh: the UML processes are its descendants
         self.done = threading.Event()
         self.console = []
         self.procs = []
@@ -198,7 +209,7 @@ class Boot:
 
     def start_peer(self, st):
         argv = [self.a.peer] + st.peer_args[:1] + ["--listen", f"{self.uds}_{st.port}"] + st.peer_args[1:] \
-            + ["--timeout", str(self.a.step_timeout)]
+            + ["--timeout", str(self.a.step_timeout), "--cpu-tree", str(self.vm_pid)]
         st.peer = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.procs.append(st.peer)
         line = st.peer.stdout.readline()
@@ -280,6 +291,7 @@ class Boot:
                 "--mem", str(a.mem)]
         vm = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, errors="replace")
+        self.vm_pid = vm.pid  # set before the guest can fetch its first step
         self.procs.append(vm)
         for line in vm.stdout:
             self.on_line(line.rstrip("\r\n"))
@@ -314,14 +326,14 @@ class Boot:
         for st in self.steps:
             figs.update(st.figures())
             if st.error:
-                self.errors.append(f"{st.kind} {st.size}: {st.error}")
+                self.errors.append(f"{st.kind} {st.suffix}: {st.error}")
         if self.errors and not a.verbose:
             print("--- guest console (last 30 lines) ---\n" + "\n".join(self.console[-30:]), file=sys.stderr)
             print("--- skiff-vsock log ---\n" + tail(devlog), file=sys.stderr)
         return figs
 
     def raw(self):
-        return [{"kind": st.kind, "size": st.size, "guest": st.guest_line, "host": st.peer_line,
+        return [{"kind": st.kind, "size": st.size, "conns": st.conns, "guest": st.guest_line, "host": st.peer_line,
                  "error": st.error} for st in self.steps]
 
     def cleanup(self):
@@ -396,11 +408,22 @@ def parse_sizes(s):
 
 def figure_names(a):
     """Every figure of a run, in table order."""
-    names = [f"g2h_{s}" for s in a.sizes] + [f"h2g_{s}" for s in a.sizes]
+    sfx = [f"{s}" if n == 1 else f"{s}_x{n}" for n in a.conns for s in a.sizes]
+    names = [f"g2h_{s}" for s in sfx] + [f"h2g_{s}" for s in sfx]
     names += [f"rtt_{s}" for s in a.rtt_sizes] + [f"rtt_p99_{s}" for s in a.rtt_sizes]
-    for k in ("cpu_guest_h2g", "cpu_proc_h2g", "bytes_per_recv_h2g"):
-        names += [f"{k}_{s}" for s in a.sizes]
+    for k in ("cpu_host_h2g", "cpu_guest_h2g", "cpu_proc_h2g", "bytes_per_recv_h2g"):
+        names += [f"{k}_{s}" for s in sfx]
     return names
+
+
+def parse_conns(s):
+    try:
+        v = [int(x) for x in s.split(",") if x]
+    except ValueError:
+        v = []
+    if not v or any(x < 1 or x > 64 for x in v) or len(set(v)) != len(v):
+        raise argparse.ArgumentTypeError(f"bad connection count list '{s}' (1..64, no repeats)")
+    return v
 
 
 def summarise(pairs, names):
@@ -463,8 +486,9 @@ def print_table(summary, cfg):
               f"{fa:>8} {fb:>8} {lim:>9}")
     print("limit: AF_UNIX socketpair in this run (throughput: writer+reader threads, same payload; RTT: "
           "ping-pong), median over pairs; x/limit: fraction of the limit's speed (RTT: limit/RTT).")
-    print("guest CPU: whole-guest non-idle time (/proc/stat, 1/clk_tck s ticks) over the receive; "
-          "recv proc CPU: the receiving process's utime+stime (getrusage).")
+    print("CPU per KiB received: UML host CPU = CPU time of the UML guest's host processes over the receive "
+          "(host /proc/PID/task/*/schedstat, ns; immune to host steal); guest CPU = whole-guest non-idle time "
+          "(guest /proc/stat, 10 ms ticks); recv proc CPU = the receiving process's utime+stime (guest getrusage).")
 
 
 def main():
@@ -481,6 +505,8 @@ def main():
     ap.add_argument("--rx-pkt-max", type=parse_size, default=0,
                     help="cap on the payload of each host-to-guest packet (skiff-vsock --rx-pkt-max, when it has it)")
     ap.add_argument("--sizes", type=parse_sizes, default=[256, 4096, 65536], help="throughput payloads")
+    ap.add_argument("--conns", type=parse_conns, default=[1],
+                    help="connections at once for the throughput figures, a list (default 1; e.g. 1,8)")
     ap.add_argument("--rtt-sizes", type=parse_sizes, default=[256, 4096], help="ping-pong payloads")
     ap.add_argument("--rtt-count", type=int, default=10000, help="ping-pong requests (default 10000)")
     ap.add_argument("--seconds", type=float, default=1.0, help="time bound of each transfer (default 1)")
@@ -503,7 +529,7 @@ def main():
     if a.pairs < 1 or a.rtt_count < 1 or not (0 < a.seconds <= 60):
         ap.error("--pairs, --rtt-count and --seconds must be positive (--seconds <= 60)")
     a.step_timeout = int(max(30, a.seconds * 10 + a.rtt_count * 0.005))
-    a.boot_timeout = 60 + a.step_timeout * (2 * len(a.sizes) + len(a.rtt_sizes))
+    a.boot_timeout = 60 + a.step_timeout * (2 * len(a.sizes) * len(a.conns) + len(a.rtt_sizes))
     ka = a.kernel_a or kernel_path("baseline")
     kb = a.kernel_b or kernel_path("patched")
     if not a.skiff_vsock:
@@ -529,7 +555,7 @@ def main():
         "identical_kernels": same, "series": series_list(), "pairs": a.pairs, "quick": a.quick,
         "mrg_rxbuf": a.mrg_rxbuf, "rx_pkt_max_requested": a.rx_pkt_max,
         "rx_pkt_max_applied": (a.rx_pkt_max or "none") if a.dev_has_rx_pkt_max else "unsupported by skiff-vsock",
-        "sizes": a.sizes, "rtt_sizes": a.rtt_sizes, "rtt_count": a.rtt_count, "seconds": a.seconds,
+        "sizes": a.sizes, "conns": a.conns, "rtt_sizes": a.rtt_sizes, "rtt_count": a.rtt_count, "seconds": a.seconds,
         "max_bytes": a.max_bytes, "read_size": a.read_size or "payload", "guest_buf": a.guest_buf or "default",
         "rcvlowat": 1, "limit_seconds": a.limit_seconds, "guest_mem_mib": a.mem, "order": "A B per pair",
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

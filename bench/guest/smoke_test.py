@@ -28,7 +28,8 @@ SUMMARY_KEYS = ["label", "unit", "better", "n_pairs", "a_values", "b_values", "r
 def expected_figures():
     names = []
     for s in SIZES:
-        names += [f"g2h_{s}", f"h2g_{s}", f"cpu_guest_h2g_{s}", f"cpu_proc_h2g_{s}", f"bytes_per_recv_h2g_{s}"]
+        names += [f"g2h_{s}", f"h2g_{s}", f"cpu_host_h2g_{s}", f"cpu_guest_h2g_{s}",
+                  f"cpu_proc_h2g_{s}", f"bytes_per_recv_h2g_{s}"]
     for s in RTT_SIZES:
         names += [f"rtt_{s}", f"rtt_p99_{s}"]
     return names
