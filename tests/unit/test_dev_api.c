@@ -238,6 +238,31 @@ START_TEST(reset_closes_everything_and_recovers)
 }
 END_TEST
 
+/* A guest that never answers a host CONNECT: the host socket is closed, without OK, in ~2 s. */
+START_TEST(host_connect_times_out)
+{
+	struct vsock_dev_config cfg = { .guest_cid = 3 };
+	struct sim_drv_config dc = { .guest_cid = 3, .no_auto_rst = true };
+	struct dut d;
+	int64_t t0, dt;
+	uint32_t hport;
+	int rc;
+
+	hp_tmp_path(d.uds, sizeof(d.uds), "cto");
+	cfg.uds_path = d.uds;
+	ck_assert_int_eq(vsock_dev_create(&cfg, &d.dev), 0);
+	ck_assert_int_eq(sim_drv_create(&dc, &d.drv), 0);
+	ck_assert_int_eq(sim_drv_attach(d.drv, d.dev), 0);
+	t0 = hp_now_ms();
+	rc = hp_connect(d.uds, 4242, &hport, T);
+	dt = hp_now_ms() - t0;
+	ck_assert_msg(rc == -ECONNREFUSED, "hp_connect: %d", rc);
+	ck_assert_msg(dt >= 1500 && dt < T, "closed after %lld ms", (long long)dt);
+	sim_pkt_flush(d.drv); /* the REQUEST and the RST nobody matched */
+	dut_down(&d);
+}
+END_TEST
+
 static double cpu_seconds(void)
 {
 	struct rusage ru;
@@ -291,6 +316,7 @@ int main(void)
 	tcase_add_test(tc, two_devices_one_process);
 	tcase_add_test(tc, reset_closes_everything_and_recovers);
 	tcase_add_test(tc, idle_uses_no_cpu);
+	tcase_add_test(tc, host_connect_times_out);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -89,20 +89,18 @@ static void timer_arm(struct vsock_dev *dev, bool on)
 void dev_watch_deadline(struct conn *c, unsigned int ms)
 {
 	struct vsock_dev *dev = c->dev;
-	bool first = false;
 
 	c->deadline_ms = now_ms() + ms;
 	pthread_mutex_lock(&dev->timed_lock);
 	if (!c->on_timed) {
 		conn_get(c);
 		c->on_timed = true;
-		first = !dev->timed;
+		if (!dev->timed)
+			timer_arm(dev, true);
 		c->timed_next = dev->timed;
 		dev->timed = c;
 	}
 	pthread_mutex_unlock(&dev->timed_lock);
-	if (first)
-		timer_arm(dev, true);
 }
 
 /* Is @c still waiting for the guest? (caller holds c->lock) */
@@ -118,7 +116,6 @@ static void timer_tick(struct vsock_dev *dev)
 {
 	struct conn *list, *keep = NULL;
 	int64_t now = now_ms();
-	bool empty;
 
 	pthread_mutex_lock(&dev->timed_lock);
 	list = dev->timed;
@@ -160,10 +157,9 @@ static void timer_tick(struct vsock_dev *dev)
 		c->timed_next = dev->timed;
 		dev->timed = c;
 	}
-	empty = !dev->timed;
+	if (!dev->timed)
+		timer_arm(dev, false); /* under the lock: no race with a new deadline */
 	pthread_mutex_unlock(&dev->timed_lock);
-	if (empty)
-		timer_arm(dev, false);
 }
 
 /* Forget every deadline (threads stopped: reset, destroy). */
@@ -177,8 +173,8 @@ void ctl_drop_timed(struct vsock_dev *dev)
 		c->on_timed = false;
 		conn_put(c);
 	}
-	pthread_mutex_unlock(&dev->timed_lock);
 	timer_arm(dev, false);
+	pthread_mutex_unlock(&dev->timed_lock);
 }
 
 /* Guest REQUEST for a port nobody has a connection on: connect "<uds>_<port>". */
