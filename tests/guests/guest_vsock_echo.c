@@ -7,6 +7,7 @@
  *   mode=1 tx    send mib MiB, then SHUTDOWN and wait for the host to close
  *   mode=2 rx    read mib MiB the host sends
  * Command line: port=P mib=N mode=M mrg=0|1 evidx=0|1 check=0|1 chunk=BYTES
+ * force=BITS (feature bits written even if not offered, to test refusal)
  * Reports: 0 negotiated features, 1 CID from config space, 2 bytes sent,
  * 3 FNV-1a of what was sent, 4 bytes received, 5 FNV-1a of what was received,
  * 6 received bytes that differ from the pattern, 7 QueueNotify writes,
@@ -58,7 +59,7 @@ int guest_main(const char *cmdline, uint64_t mem_size)
 		want |= 1ull << VIRTIO_RING_F_EVENT_IDX;
 	if (cmdline_get(cmdline, "mrg", 0))
 		want |= 1ull << VIRTIO_VSOCK_F_MRG_RXBUF;
-	err = gv_init(&gv, want,
+	err = gv_init(&gv, want, cmdline_get(cmdline, "force", 0),
 		      (want & (1ull << VIRTIO_VSOCK_F_MRG_RXBUF)) ?
 			      4096 :
 			      4096 + (uint32_t)sizeof(struct virtio_vsock_hdr));

@@ -43,7 +43,7 @@ int guest_main(const char *cmdline, uint64_t mem_size)
 		want |= 1ull << VIRTIO_RING_F_EVENT_IDX;
 	if (cmdline_get(cmdline, "mrg", 0))
 		want |= 1ull << VIRTIO_VSOCK_F_MRG_RXBUF;
-	if (gv_init(&gv, want,
+	if (gv_init(&gv, want, 0,
 		    (want & (1ull << VIRTIO_VSOCK_F_MRG_RXBUF)) ?
 			    4096 :
 			    4096 + (uint32_t)sizeof(struct virtio_vsock_hdr)))

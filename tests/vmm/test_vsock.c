@@ -405,6 +405,26 @@ START_TEST(two_vsock_vms_one_process)
 }
 END_TEST
 
+/* A driver that accepts a bit the device did not offer: FEATURES_OK stays clear. */
+START_TEST(unoffered_feature_refused)
+{
+	struct vsock_run r;
+	char cmd[128];
+
+	/* DGRAM (bit 3) is not offered by the device */
+	snprintf(cmd, sizeof(cmd), "port=%d mib=1 force=%llu", PORT, 1ull << VIRTIO_VSOCK_F_DGRAM);
+	start_vm(&r, "guest_vsock_echo", cmd, false);
+	ck_assert_int_eq(skiff_vm_start(r.vm), 0);
+	finish_vm(&r);
+	ck_assert_int_eq(r.ex.reason, SKIFF_EXIT_GUEST_CODE);
+	ck_assert_uint_eq(r.ex.code, 2); /* init failed */
+	ck_assert_uint_eq(report(&r, 0), (uint64_t)-4); /* at the FEATURES_OK check */
+	ck_assert_uint_eq(r.c.vsock_status & 8, 0);
+	ck_assert_uint_eq(r.c.vsock_device_features & (1ull << VIRTIO_VSOCK_F_DGRAM), 0);
+	cleanup(&r);
+}
+END_TEST
+
 /* No listener at <uds>_<port>: the guest gets a RST and says so (exit 3). */
 START_TEST(connect_refused)
 {
@@ -437,6 +457,7 @@ int main(void)
 	tcase_add_test(tc, host_connect_plain);
 	tcase_add_test(tc, host_connect_mrg_rxbuf);
 	tcase_add_test(tc, two_vsock_vms_one_process);
+	tcase_add_test(tc, unoffered_feature_refused);
 	tcase_add_test(tc, connect_refused);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -121,6 +121,7 @@ struct virtio_mmio {
 	uint64_t acked_features; /* accepted at FEATURES_OK */
 	uint32_t status;
 	bool started;
+	unsigned int warned; /* guest-caused messages printed so far (only the first is) */
 	struct vmmio_queue q[VSOCK_VQ_NUM];
 };
 
@@ -210,8 +211,10 @@ static void __vmmio_write_status(struct virtio_mmio *d, uint32_t v)
 		if (!(d->drv_features & ~d->dev_features))
 			err = vsock_dev_set_features(d->dev, d->drv_features);
 		if (err) {
-			fprintf(stderr, "skiff: virtio-mmio: driver features 0x%llx refused (%s)\n",
-				(unsigned long long)d->drv_features, strerror(-err));
+			if (!d->warned++) /* guest-triggered: say it once per VM */
+				fprintf(stderr,
+					"skiff: virtio-mmio: driver features 0x%llx refused (%s)\n",
+					(unsigned long long)d->drv_features, strerror(-err));
 			v &= ~ST_FEATURES_OK;
 		} else {
 			d->acked_features = d->drv_features;
@@ -220,8 +223,9 @@ static void __vmmio_write_status(struct virtio_mmio *d, uint32_t v)
 	if ((v & ST_DRIVER_OK) && !(old & ST_DRIVER_OK)) {
 		err = (v & ST_FEATURES_OK) ? __vmmio_start(d) : -EINVAL;
 		if (err) {
-			fprintf(stderr, "skiff: virtio-mmio: device start failed (%s)\n",
-				strerror(-err));
+			if (!d->warned++)
+				fprintf(stderr, "skiff: virtio-mmio: device start failed (%s)\n",
+					strerror(-err));
 			v |= ST_NEEDS_RESET;
 		}
 	}

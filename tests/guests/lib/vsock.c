@@ -32,7 +32,7 @@ static void rx_post(struct gv *d, uint16_t i)
 	vq_push(&d->rx, i);
 }
 
-int gv_init(struct gv *d, uint64_t want, uint32_t rxbuf_size)
+int gv_init(struct gv *d, uint64_t want, uint64_t force, uint32_t rxbuf_size)
 {
 	uint32_t lo, hi;
 	uint16_t i;
@@ -54,7 +54,7 @@ int gv_init(struct gv *d, uint64_t want, uint32_t rxbuf_size)
 	d->dev_features = ((uint64_t)hi << 32) | lo;
 	if (!(d->dev_features & (1ull << VIRTIO_F_VERSION_1)))
 		return -3;
-	d->features = d->dev_features & want;
+	d->features = (d->dev_features & want) | force;
 	reg_write(VM_DRV_FEATURES_SEL, 0);
 	reg_write(VM_DRV_FEATURES, (uint32_t)d->features);
 	reg_write(VM_DRV_FEATURES_SEL, 1);

@@ -50,11 +50,12 @@ struct gv {
 };
 
 /*
- * gv_init() - reset the device, negotiate (device offer AND @want; VERSION_1
+ * gv_init() - reset the device, negotiate (device offer AND @want, OR @force,
+ * which tests use to write bits the device did not offer; VERSION_1
  * required), set up the queues, fill RX, DRIVER_OK, read the CID.
  * Return: 0; negative step number on failure.
  */
-int gv_init(struct gv *d, uint64_t want, uint32_t rxbuf_size);
+int gv_init(struct gv *d, uint64_t want, uint64_t force, uint32_t rxbuf_size);
 
 /* gv_connect() - REQUEST to host port @port from @local; wait for RESPONSE/RST. 0 or -1. */
 int gv_connect(struct gv *d, uint32_t local, uint32_t port);
