@@ -182,7 +182,17 @@ void fx_xfer_h2g(int fd, struct sim_conn *c, size_t len, uint64_t seed)
 	while (got < len) {
 		ssize_t r = sim_recv(c, buf, 65536, FX_T);
 
-		ck_assert_msg(r > 0, "sim_recv after %zu of %zu bytes: %zd", got, len, r);
+		if (r <= 0) {
+			char err[256];
+			struct sim_drv_stats st;
+
+			sim_drv_last_error(sim_conn_drv(c), err, sizeof(err));
+			sim_drv_get_stats(sim_conn_drv(c), &st);
+			ck_abort_msg(
+				"sim_recv after %zu of %zu bytes: %zd (credit violations %llu, "
+				"driver: %s)",
+				got, len, r, (unsigned long long)st.credit_violations, err);
+		}
 		h = hp_hash(h, buf, (size_t)r);
 		got += (size_t)r;
 	}

@@ -747,3 +747,8 @@ void sim_conn_info(struct sim_conn *c, struct sim_conn_info *out)
 	};
 	pthread_mutex_unlock(&drv->lock);
 }
+
+struct sim_drv *sim_conn_drv(struct sim_conn *c)
+{
+	return c->drv;
+}

@@ -348,6 +348,8 @@ struct sim_conn_info {
 	uint64_t credit_updates_rx; /* CREDIT_UPDATE packets from the device */
 };
 void sim_conn_info(struct sim_conn *c, struct sim_conn_info *out);
+/* The driver @c belongs to. */
+struct sim_drv *sim_conn_drv(struct sim_conn *c);
 
 #ifdef __cplusplus
 }
