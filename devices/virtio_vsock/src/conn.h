@@ -104,6 +104,7 @@ struct conn {
 	bool retired; /* removed from the pump's epoll */
 	bool on_work; /* on pump->work or pump->blocked (pump->lock) */
 	struct conn *work_next; /* pump->lock */
+	struct conn *zombie_next; /* owning pump thread only */
 	struct conn *hash_next; /* muxer lock */
 	struct conn *timed_next; /* dev->timed_lock */
 	bool on_timed; /* dev->timed_lock */

@@ -509,7 +509,7 @@ static void retire(struct pump *p, struct conn *c)
 		return;
 	epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	c->retired = true;
-	c->work_next = p->zombies;
+	c->zombie_next = p->zombies;
 	p->zombies = c;
 }
 
@@ -582,8 +582,10 @@ static enum serve_result serve(struct pump *p, struct conn *c)
 	}
 	if (!budget)
 		res = SERVE_REQUEUE;
-	if (c->state == CONN_CLOSED && !(c->pending & PEND_RST))
+	if (c->state == CONN_CLOSED && !(c->pending & PEND_RST)) {
 		retire(p, c);
+		res = SERVE_DONE;
+	}
 out:
 	pthread_mutex_unlock(&c->lock);
 	return res;
@@ -630,7 +632,7 @@ static void free_zombies(struct pump *p)
 	while (p->zombies) {
 		struct conn *c = p->zombies;
 
-		p->zombies = c->work_next;
+		p->zombies = c->zombie_next;
 		conn_put(c);
 	}
 }
