@@ -27,6 +27,11 @@
  *   --expect-error NAME   connect() must fail with errno NAME (e.g. ECONNRESET)
  *   --hold         keep the connections open after the plan, until killed
  *   --reboot       after the plan, reboot(RB_AUTOBOOT) with the connections open
+ * Several connections: the sender of connection i uses seed+i. Connections are accepted
+ * in no particular order, so a receiver of --conns N > 1 identifies each one by its first
+ * 8 bytes (the first pattern word of peer-seed+j, j < N, each j once); host peers should
+ * do the same. Seqpacket does so only if the first message has 8 bytes or more,
+ * otherwise the index is the accept (listen) or start (connect) order.
  * Other options: --type stream|seqpacket, --conns N, --seed S, --peer-seed S (default:
  * --seed), --chunk BYTES (read/write size, default 64K), --msg-sizes A,B,..,
  * --eor (send with MSG_EOR, require MSG_EOR on receipt), --rcvlowat N, --buf-size BYTES
@@ -98,6 +103,7 @@ struct conn {
 	uint64_t sent, received, msgs_sent, msgs_received;
 	uint64_t send_fnv, recv_fnv;
 	uint64_t connect_ns;
+	uint64_t recv_seed; /* the peer's seed this connection's data matched */
 	uint64_t *rtt;
 	int err; /* positive errno of the first failure, 0 if none */
 	const char *where; /* what failed: connect, send, recv, ... */
@@ -238,6 +244,36 @@ static void set_fail(struct conn *c, int err, const char *where, const char *fmt
 	va_end(ap);
 }
 
+static pthread_mutex_t claim_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool seed_claimed[MAX_CONNS]; /* protected by claim_lock */
+
+/*
+ * Which connection of the peer is this? Find the unclaimed j < conns whose pattern
+ * (peer-seed + j) starts with the 8 bytes in first, claim it and return its seed in
+ * *seed. Returns 0, or -ENOENT if no unclaimed seed matches.
+ */
+static int claim_seed(const struct opts *o, const uint8_t *first, uint64_t *seed)
+{
+	uint8_t w[8];
+
+	for (unsigned int j = 0; j < o->conns; j++) {
+		bool mine = false;
+
+		skiff_pattern_fill(w, sizeof(w), o->peer_seed + j, 0);
+		if (memcmp(w, first, sizeof(w)))
+			continue;
+		pthread_mutex_lock(&claim_lock);
+		if (!seed_claimed[j])
+			mine = seed_claimed[j] = true;
+		pthread_mutex_unlock(&claim_lock);
+		if (mine) {
+			*seed = o->peer_seed + j;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 static size_t msg_size(const struct opts *o, uint64_t k)
 {
 	return o->sizes[k % o->nsizes];
@@ -330,9 +366,32 @@ static void do_recv(struct conn *c)
 	ssize_t n;
 
 	c->recv_fnv = SKIFF_FNV_INIT;
+	c->recv_seed = seed;
 	if (!buf || !want) {
 		set_fail(c, ENOMEM, "recv", "alloc");
 		goto out;
+	}
+	if (o->type == SOCK_STREAM && o->conns > 1 && o->recv_n >= 8) {
+		size_t got = 0;
+
+		while (got < 8) {
+			n = recv(c->fd, buf + got, 8 - got, 0);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				set_fail(c, n < 0 ? errno : ENODATA, "recv", "first_word");
+				goto out;
+			}
+			got += (size_t)n;
+		}
+		if (claim_seed(o, buf, &seed)) {
+			set_fail(c, EBADMSG, "recv", "first_word_matches_no_unclaimed_seed");
+			goto out;
+		}
+		c->recv_seed = seed;
+		c->recv_fnv = skiff_fnv1a(c->recv_fnv, buf, 8);
+		off = 8;
+		c->received = off;
 	}
 	if (o->type == SOCK_STREAM) {
 		while (off < o->recv_n) {
@@ -390,6 +449,14 @@ static void do_recv(struct conn *c)
 			if (o->eor && !(mh.msg_flags & MSG_EOR)) {
 				set_fail(c, EPROTO, "recv", "msg_%" PRIu64 "_no_MSG_EOR", k);
 				goto out;
+			}
+			if (k == 0 && o->conns > 1 && size >= 8) {
+				if (claim_seed(o, buf, &seed)) {
+					set_fail(c, EBADMSG, "recv",
+						 "first_word_matches_no_unclaimed_seed");
+					goto out;
+				}
+				c->recv_seed = seed;
 			}
 			skiff_pattern_fill(want, size, seed, off);
 			if (memcmp(buf, want, size)) {
@@ -722,11 +789,13 @@ static bool print_summary(const struct opts *o, struct conn *cs, unsigned int n,
 		else if (!bad)
 			bad = c;
 		if (o->verbose)
-			printf("VSOCK-CONN idx=%u status=%s sent=%" PRIu64 " received=%" PRIu64
-			       " send_fnv=%016" PRIx64 " recv_fnv=%016" PRIx64 " error=%s where=%s"
+			printf("VSOCK-CONN idx=%u peer_seed=%" PRIu64 " status=%s sent=%" PRIu64
+			       " received=%" PRIu64 " send_fnv=%016" PRIx64 " recv_fnv=%016" PRIx64
+			       " error=%s where=%s"
 			       " detail=%s\n",
-			       c->idx, c_ok ? "ok" : "fail", c->sent, c->received, c->send_fnv,
-			       c->recv_fnv, c->err ? errno_name(c->err, eb, sizeof(eb)) : "none",
+			       c->idx, c->recv_seed, c_ok ? "ok" : "fail", c->sent, c->received,
+			       c->send_fnv, c->recv_fnv,
+			       c->err ? errno_name(c->err, eb, sizeof(eb)) : "none",
 			       c->where ? c->where : "-", c->detail[0] ? c->detail : "-");
 	}
 	good = n == o->conns && ok == n;
