@@ -8,8 +8,8 @@ each (tests/guest-programs/init.sh, skiff.ctl=): the guest runs guest-bench, the
 guest-ab-peer on the hybrid socket <uds>_<port>. Before each pair the host measures the
 socketpair limits (AF_UNIX stream, writer + reader thread, same payload size; and a
 socketpair ping-pong). Prints one table: mean A, mean B, the B/A change with a 95 %
-confidence interval over the pairs (paired t-interval on the per-pair ratios B/A), and each
-mean as a fraction of the limit. --json FILE writes every value.
+confidence interval over the pairs (paired t-interval on the per-pair log ratios
+log(B/A), i.e. the geometric mean ratio), and each mean as a fraction of the limit. --json FILE writes every value.
 
 Normally run through build/bench/guest_ab, which passes the paths of this build's programs.
 Exit status: 0 all figures measured; 1 a boot or a step failed (the table still prints
@@ -70,15 +70,22 @@ def t_quantile(p, df):
 
 
 def paired_ratio_ci(a, b):
-    """Per-pair ratios b/a: their mean and the 95 % t-interval of the mean (None if n < 2)."""
-    r = [y / x for x, y in zip(a, b) if x and y is not None and x is not None]
+    """Per-pair ratios b/a: their geometric mean and its 95 % confidence interval.
+
+    Paired t-interval on the log ratios, mapped back: exp(mean +- t(0.975, n-1) sd / sqrt(n)).
+    On the log scale a ratio and its inverse weigh the same, so an A/A run is centred on
+    1 even when the pairs are noisy (the plain mean of ratios is biased upwards).
+    Returns (ratio, low, high, ratios); low and high are None with fewer than 2 pairs.
+    """
+    r = [y / x for x, y in zip(a, b) if x is not None and y is not None and x > 0 and y > 0]
     if not r:
         return None, None, None, r
-    m = statistics.fmean(r)
+    lg = [math.log(x) for x in r]
+    m = statistics.fmean(lg)
     if len(r) < 2:
-        return m, None, None, r
-    half = t_quantile(0.975, len(r) - 1) * statistics.stdev(r) / math.sqrt(len(r))
-    return m, m - half, m + half, r
+        return math.exp(m), None, None, r
+    half = t_quantile(0.975, len(r) - 1) * statistics.stdev(lg) / math.sqrt(len(r))
+    return math.exp(m), math.exp(m - half), math.exp(m + half), r
 
 
 # -- the figures ----------------------------------------------------------------------------
