@@ -370,6 +370,12 @@ static void write_stats(struct skiff_vm *vm)
 	fprintf(f, "main_to_first_run_ns=%llu\ncreate_to_first_run_ns=%llu\nvm_exits=%llu\n",
 		(unsigned long long)(c.first_run_mono_ns ? c.first_run_mono_ns - t_main_ns : 0),
 		(unsigned long long)c.setup_ns, (unsigned long long)c.vm_exits);
+	fprintf(f, "int3_injected=%llu\nvsock_status=0x%x\nvsock_driver_features=0x%llx\n",
+		(unsigned long long)c.int3_injected, c.vsock_status,
+		(unsigned long long)c.vsock_driver_features);
+	fprintf(f, "vsock_kicks=%llu\nvsock_rx_pkts=%llu\nvsock_tx_pkts=%llu\n",
+		(unsigned long long)c.vsock_kicks, (unsigned long long)c.vsock_rx_pkts,
+		(unsigned long long)c.vsock_tx_pkts);
 	fclose(f);
 }
 
