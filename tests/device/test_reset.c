@@ -211,6 +211,15 @@ static uint64_t cpu_us(void)
 	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
+/* Context switches of the whole process (all threads): each is a wake-up. */
+static uint64_t ctx_switches(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
+}
+
 /* Wait until the device's counters stop moving for 200 ms (bounded). */
 static void settle(struct fx *fx, struct vsock_dev_counters *out)
 {
@@ -246,7 +255,7 @@ START_TEST(t_idle_cpu)
 	struct fx fx;
 	uint8_t *junk = calloc(1, 1 << 20);
 	int lfd, fd[6], pend, i, sz = 4096;
-	uint64_t t0, used;
+	uint64_t t0, used, cs0, cs;
 	int64_t w0, wall;
 
 	fx_setup(&fx, &o);
@@ -271,12 +280,17 @@ START_TEST(t_idle_cpu)
 
 	settle(&fx, &k0);
 	t0 = cpu_us();
+	cs0 = ctx_switches();
 	w0 = hp_now_ms();
 	usleep(1000000);
 	used = cpu_us() - t0;
+	cs = ctx_switches() - cs0;
 	wall = hp_now_ms() - w0;
 	fx_counters(&fx, &k1);
 	ck_assert_msg(used < 20000, "idle: %llu us of CPU in %lld ms", (unsigned long long)used,
+		      (long long)wall);
+	/* no periodic polling either: a 1 ms poll loop would be ~1000 wake-ups */
+	ck_assert_msg(cs < 50, "idle: %llu context switches in %lld ms", (unsigned long long)cs,
 		      (long long)wall);
 	ck_assert_uint_eq(k1.kicks, k0.kicks);
 	ck_assert_uint_eq(k1.irqs_sent, k0.irqs_sent);
