@@ -41,15 +41,20 @@ static int wait_fds(int want)
 	return n;
 }
 
+/*
+ * Out-of-range ports are chosen so that a parser that wraps (mod 2^32 or
+ * 2^64) would land on the guest's listening port 8000 and wrongly say OK.
+ */
 static const char *const bad_cmds[] = {
 	"CONNECT abc\n",
-	"CONNECT 4294967296\n",
-	"CONNECT 99999999999999999999\n",
-	"CONNECT -1\n",
+	"CONNECT 4294975296\n", /* 2^32 + 8000 */
+	"CONNECT 18446744073709559616\n", /* 2^64 + 8000 */
+	"CONNECT 99999999999999999999999998000\n",
+	"CONNECT -8000\n",
 	"CONNECT \n",
 	"CONNECT\n",
-	"CONNECT 12x\n",
-	"CONNECT 12 34\n",
+	"CONNECT 8000x\n",
+	"CONNECT 0x1f40\n",
 	"CONNEKT 8000\n",
 	"connect 8000\n",
 	"\n",
