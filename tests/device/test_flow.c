@@ -434,6 +434,107 @@ START_TEST(t_control_not_behind_bulk)
 }
 END_TEST
 
+/*
+ * Small host writes are coalesced: 150 writes of 100 bytes made while the
+ * guest has no RX buffers arrive in few packets once buffers come.
+ */
+START_TEST(t_coalesce)
+{
+	struct fx_opts o = { .mrg = _i, .drv.rx_start_empty = true, .drv.no_rx_refill = true };
+	struct sim_drv_stats s0, s1;
+	struct sim_conn *c;
+	struct fx fx;
+	uint8_t buf[100], *got = malloc(15000);
+	uint64_t st = 77, h = HP_HASH_INIT;
+	size_t n = 0;
+	int lfd, fd, i;
+
+	fx_setup(&fx, &o);
+	ck_assert_int_eq(sim_rx_refill(fx.drv, 1), 1); /* for the RESPONSE only */
+	fd = fx_guest_connect(&fx, PORT, VIRTIO_VSOCK_TYPE_STREAM, &c, &lfd);
+	ck_assert_uint_eq(sim_rx_posted(fx.drv), 0);
+	for (i = 0; i < 150; i++) {
+		hp_fill(&st, buf, sizeof(buf));
+		h = hp_hash(h, buf, sizeof(buf));
+		ck_assert_int_eq(hp_write_all(fd, buf, sizeof(buf), FX_T), (ssize_t)sizeof(buf));
+	}
+	sim_drv_get_stats(fx.drv, &s0);
+	sim_rx_set_refill(fx.drv, true);
+	while (n < 15000) {
+		ssize_t r = sim_recv(c, got + n, 15000 - n, FX_T);
+
+		ck_assert_int_gt(r, 0);
+		n += (size_t)r;
+	}
+	sim_drv_get_stats(fx.drv, &s1);
+	ck_assert(hp_hash(HP_HASH_INIT, got, n) == h);
+	/* 15000 bytes: 4 packets of 4 KiB, or 1 with MRG_RXBUF (150 if not coalesced) */
+	ck_assert_msg(s1.rx_pkts - s0.rx_pkts <= (_i ? 3u : 10u), "%llu packets for 150 writes",
+		      (unsigned long long)(s1.rx_pkts - s0.rx_pkts));
+	free(got);
+	close(fd);
+	sim_close(c, FX_T);
+	close(lfd);
+	fx_teardown(&fx);
+}
+END_TEST
+
+/*
+ * A guest that ignores the device's credit (the host not reading) cannot
+ * make the device buffer without bound: that connection is reset or the
+ * excess dropped and counted; other connections carry on.
+ */
+START_TEST(t_guest_overruns_credit)
+{
+	struct fx_opts o = { .conn_buf_size = 65536 };
+	struct vsock_dev_counters k0, k1;
+	struct virtio_vsock_hdr h;
+	struct sim_conn_info ci;
+	struct sim_conn *c, *c2;
+	struct fx fx;
+	uint8_t *junk = calloc(1, 65536);
+	int lfd, lfd2, fd, fd2, i, sz = 4096;
+	int64_t end;
+
+	fx_setup(&fx, &o);
+	fd = fx_guest_connect(&fx, PORT, VIRTIO_VSOCK_TYPE_STREAM, &c, &lfd);
+	fd2 = fx_guest_connect(&fx, PORT + 1, VIRTIO_VSOCK_TYPE_STREAM, &c2, &lfd2);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	sim_conn_info(c, &ci);
+	fx_counters(&fx, &k0);
+	for (i = 0; i < 64; i++) {
+		sim_hdr_init(fx.drv, &h, ci.local_port, ci.peer_port, VIRTIO_VSOCK_TYPE_STREAM,
+			     VIRTIO_VSOCK_OP_RW);
+		h.len = 65536;
+		h.buf_alloc = 256 * 1024;
+		ck_assert_int_ge(sim_send_pkt(fx.drv, &h, junk, 65536, SIM_SHAPE_HDR_SEP, FX_T), 0);
+	}
+	ck_assert_int_eq(sim_wait_tx_idle(fx.drv, FX_T), 0);
+	end = hp_now_ms() + FX_T;
+	do {
+		sim_conn_info(c, &ci);
+		fx_counters(&fx, &k1);
+		if (ci.reset || k1.dropped_pkts > k0.dropped_pkts ||
+		    k1.malformed_pkts > k0.malformed_pkts)
+			break;
+		usleep(1000);
+	} while (hp_now_ms() < end);
+	ck_assert_msg(ci.reset || k1.dropped_pkts > k0.dropped_pkts ||
+			      k1.malformed_pkts > k0.malformed_pkts,
+		      "4 MiB beyond a 64 KiB credit: no reset, nothing dropped");
+	fx_xfer_g2h(fd2, c2, 1 << 20, 1);
+	fx_xfer_h2g(fd2, c2, 1 << 20, 2);
+	free(junk);
+	close(fd);
+	close(fd2);
+	sim_abort(c);
+	sim_close(c2, FX_T);
+	close(lfd);
+	close(lfd2);
+	fx_teardown(&fx);
+}
+END_TEST
+
 /* 64 connections (half guest-, half host-initiated), both ways, random sizes. */
 START_TEST(t_64_conns)
 {
@@ -546,6 +647,8 @@ static Suite *suite(void)
 	FX_ADD_LOOP(s, t_drain_close_h2g, 3, 50);
 	FX_ADD(s, t_host_close_while_sending, 50);
 	FX_ADD_LOOP(s, t_control_not_behind_bulk, 2, 50);
+	FX_ADD_LOOP(s, t_coalesce, 2, 50);
+	FX_ADD(s, t_guest_overruns_credit, 50);
 	FX_ADD_LOOP(s, t_64_conns, 2, 50);
 	FX_ADD(s, t_backlog1_listener, 50);
 	return s;
