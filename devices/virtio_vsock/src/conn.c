@@ -96,14 +96,18 @@ void conn_schedule(struct conn *c)
 void conn_maybe_credit(struct conn *c)
 {
 	uint32_t untold = c->g2h_fwd - c->g2h_fwd_told;
-	uint32_t view_used = c->g2h_recv - c->g2h_fwd_told;
-	uint32_t thresh = c->buf_alloc / 4;
+	uint32_t view_free = c->buf_alloc - (c->g2h_recv - c->g2h_fwd_told);
+	/*
+	 * Tell the guest once its view of our free space drops below half the
+	 * buffer, so that it never stalls while one update is in flight; with
+	 * a buffer under two packets (128 KiB), after every delivery.
+	 */
+	uint32_t low =
+		c->buf_alloc >= 2 * VIRTIO_VSOCK_MAX_PKT_BUF_SIZE ? c->buf_alloc / 2 : c->buf_alloc;
 
-	if (thresh > 64 * 1024)
-		thresh = 64 * 1024;
 	if (!untold || c->state != CONN_ESTABLISHED || (c->pending & PEND_CREDIT))
 		return;
-	if (untold >= thresh || view_used + thresh >= c->buf_alloc) {
+	if (view_free < low) {
 		c->pending |= PEND_CREDIT;
 		conn_schedule(c);
 	}
