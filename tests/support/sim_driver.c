@@ -1203,16 +1203,12 @@ static void stop_thread(struct sim_drv *drv)
 	 (1ull << VIRTIO_RING_F_INDIRECT_DESC) | (1ull << VIRTIO_VSOCK_F_STREAM) | \
 	 (1ull << VIRTIO_VSOCK_F_SEQPACKET) | (1ull << VIRTIO_VSOCK_F_MRG_RXBUF))
 
-static int alloc_vq(struct sim_drv *drv, struct sim_vq *vq, uint16_t num, uint64_t *off,
-		    uint64_t slot_lin, uint32_t slot_size)
+/* Driver-side state of @vq; its ring offsets were laid out by sim_drv_create(). */
+static int alloc_vq(struct sim_vq *vq, uint16_t num, uint64_t slot_lin, uint32_t slot_size)
 {
 	unsigned int i;
 
 	vq->num = num;
-	vq->desc_lin = align_up(*off, SIM_PAGE);
-	vq->avail_lin = vq->desc_lin + 16ull * num;
-	vq->used_lin = align_up(vq->avail_lin + 6 + 2ull * num, SIM_PAGE);
-	*off = align_up(vq->used_lin + 6 + 8ull * num, SIM_PAGE);
 	vq->slot_lin = slot_lin;
 	vq->slot_size = slot_size;
 	vq->free_ring = calloc(num, sizeof(uint16_t));
@@ -1329,13 +1325,12 @@ int sim_drv_create(const struct sim_drv_config *cfg, struct sim_drv **out)
 	rc = map_regions(drv);
 	if (rc)
 		goto err;
-	off = 0;
 	for (q = 0; q < VSOCK_VQ_NUM; q++) {
 		uint64_t sl = q == VSOCK_VQ_TX ? tx_lin : q == VSOCK_VQ_RX ? rx_lin : evt_lin;
 		uint64_t ss = q == VSOCK_VQ_TX ? tx_slot : q == VSOCK_VQ_RX ? rx_slot : evt_slot;
 		struct sim_vq *vq = &drv->vq[q];
 
-		rc = alloc_vq(drv, vq, num, &off, sl, (uint32_t)ss);
+		rc = alloc_vq(vq, num, sl, (uint32_t)ss);
 		if (rc)
 			goto err;
 		vq->desc = (struct vring_desc *)(drv->lin + vq->desc_lin);

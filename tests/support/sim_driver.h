@@ -169,11 +169,8 @@ uint64_t sim_drv_region0_end(const struct sim_drv *drv);
 /*
  * sim_alloc() - test-owned guest memory, never freed before destroy.
  * @align: power of two. Return: the GPA, or 0 when the arena is exhausted.
- * With 2 adjacent regions, sim_alloc_at_boundary() returns a buffer that
- * starts @before bytes below the region boundary.
  */
 uint64_t sim_alloc(struct sim_drv *drv, uint64_t len, uint64_t align);
-uint64_t sim_alloc_at_boundary(struct sim_drv *drv, uint64_t before, uint64_t len);
 /* Driver's view of [gpa, gpa + len): a pointer, or NULL if not all guest memory. */
 void *sim_gpa_ptr(struct sim_drv *drv, uint64_t gpa, uint64_t len);
 
