@@ -265,6 +265,8 @@ static struct rx_slot *first_slot(struct pump *p)
 		done_flush(p);
 	while ((s = slot_get(p, 0)) && s->c.in_len < hdr_len(p->dev)) {
 		CTR_ADD(p->dev, malformed_pkts, 1);
+		if (p->done_n + PKT_MAX_CHAINS + 1 > RX_BATCH * 2)
+			done_flush(p);
 		done_add(p, s->c.head, 0);
 		slots_consume(p, 1);
 	}
