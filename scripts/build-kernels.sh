@@ -26,6 +26,9 @@
 # that apply it, incrementally (make decides what to recompile). A new source or compiler
 # version starts that build directory from scratch.
 #
+# Environment: SKIFF_CACHE, SKIFF_JOBS (make -j, default 2), SKIFF_LINUX_TARBALL,
+# SKIFF_PATCHES (the guest-kernel-patches directory; for testing the pipeline itself).
+#
 # Usage:
 #   build-kernels.sh [--variant V]... [--arch A]... [-j N]
 #   build-kernels.sh --print-path VARIANT ARCH [FILE]   FILE: bzImage (x86_64 default),
@@ -41,7 +44,7 @@ RECIPE=1 # bump when this script changes what it builds
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cache=${SKIFF_CACHE:-$repo/.cache}
 kdir=$cache/kernels
-gkp=$repo/guest-kernel-patches
+gkp=${SKIFF_PATCHES:-$repo/guest-kernel-patches}
 tarball=${SKIFF_LINUX_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
 jobs=${SKIFF_JOBS:-2}
 all_variants=(baseline patched)

@@ -19,6 +19,7 @@ step "build (build/)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 
+bash scripts/build-kernels.sh # guest kernels for guest-uml/guest-qemu (cached: seconds when warm)
 step "tests (all labels)"
 ctest --test-dir build --output-on-failure --no-tests=error "$@"
 
