@@ -28,6 +28,7 @@
 #include "conn.h"
 #include "dev.h"
 #include "iov.h"
+#include "rx_chains.h"
 
 #define PUMP_BUDGET 16 /* packets per connection per turn */
 #define PKT_IOV 256 /* iovecs of one RX packet */
@@ -118,134 +119,6 @@ void pump_rx_kicked(struct vsock_dev *dev)
 		if (wake)
 			pump_wake(p);
 	}
-}
-
-/* ---- RX chain reservation ---- */
-
-static struct rx_slot *cache_slot(struct pump *p, unsigned int i)
-{
-	return &p->cache[i % RX_BATCH];
-}
-
-/* Move one slot's chain, fixing its iov pointer. */
-static void slot_copy(struct rx_slot *dst, const struct rx_slot *src)
-{
-	unsigned int n = src->c.n_out + src->c.n_in;
-
-	dst->c = src->c;
-	dst->pos = src->pos;
-	memcpy(dst->iov, src->iov, n * sizeof(struct iovec));
-	dst->c.iov = dst->iov;
-	dst->c.cap = RX_SLOT_IOV;
-}
-
-/*
- * Top the cache up to @want chains, from the pool first, then the ring.
- * Malformed chains are returned to the guest at once (length 0). Caller does
- * not hold rxq_lock.
- */
-static void cache_topup(struct pump *p, unsigned int want)
-{
-	struct vsock_dev *dev = p->dev;
-	bool signal = false;
-
-	if (want > RX_BATCH)
-		want = RX_BATCH;
-	pthread_mutex_lock(&dev->rxq_lock);
-	while (p->cache_n < want) {
-		struct rx_slot *s = cache_slot(p, p->cache_first + p->cache_n);
-		int r;
-
-		if (dev->pool_n) {
-			slot_copy(s, &dev->pool[--dev->pool_n]);
-			p->cache_n++;
-			continue;
-		}
-		s->c.iov = s->iov;
-		s->c.cap = RX_SLOT_IOV;
-		s->pos = dev->rxq.last_avail;
-		r = vq_pop(&dev->rxq, &s->c);
-		if (r == 1 && !s->c.n_out) {
-			p->cache_n++;
-			continue;
-		}
-		if (r == 1 || r == -EINVAL || r == -E2BIG) {
-			/* Readable RX descriptors, or a bad chain: give it back empty. */
-			CTR_ADD(dev, malformed_pkts, 1);
-			vq_push(&dev->rxq, s->c.head, 0);
-			signal = true;
-			continue;
-		}
-		if (r == 0 && !p->cache_n && vq_enable_notify(&dev->rxq))
-			continue;
-		break; /* empty, or broken ring */
-	}
-	if (signal)
-		signal = vq_need_notify(&dev->rxq);
-	pthread_mutex_unlock(&dev->rxq_lock);
-	if (signal) {
-		CTR_ADD(dev, irqs_sent, 1);
-		dev_signal(dev, VSOCK_VQ_RX);
-	}
-}
-
-/* The @i-th reserved chain, reserving more if needed; NULL when none. */
-static struct rx_slot *slot_get(struct pump *p, unsigned int i)
-{
-	if (i >= p->cache_n)
-		cache_topup(p, i + 1 > p->dev->rx_batch ? i + 1 : p->dev->rx_batch);
-	return i < p->cache_n ? cache_slot(p, p->cache_first + i) : NULL;
-}
-
-static void slots_consume(struct pump *p, unsigned int k)
-{
-	p->cache_first = (p->cache_first + k) % RX_BATCH;
-	p->cache_n -= k;
-}
-
-/* Give unused reserved chains to the pool (the pump is going idle). */
-static void cache_return(struct pump *p)
-{
-	struct vsock_dev *dev = p->dev;
-	bool any = p->cache_n;
-
-	if (!any)
-		return;
-	pthread_mutex_lock(&dev->rxq_lock);
-	while (p->cache_n && dev->pool_n < dev->pool_cap) {
-		slot_copy(&dev->pool[dev->pool_n++], cache_slot(p, p->cache_first));
-		slots_consume(p, 1);
-	}
-	pthread_mutex_unlock(&dev->rxq_lock);
-	pump_rx_kicked(dev);
-}
-
-/* Publish the used entries of this batch, then at most one interrupt. */
-static void done_flush(struct pump *p)
-{
-	struct vsock_dev *dev = p->dev;
-	bool notify;
-
-	if (!p->done_n)
-		return;
-	pthread_mutex_lock(&dev->rxq_lock);
-	vq_push_batch(&dev->rxq, p->done, p->done_n);
-	notify = vq_need_notify(&dev->rxq);
-	pthread_mutex_unlock(&dev->rxq_lock);
-	p->done_n = 0;
-	if (notify) {
-		CTR_ADD(dev, irqs_sent, 1);
-		dev_signal(dev, VSOCK_VQ_RX);
-	} else {
-		CTR_ADD(dev, irqs_suppressed, 1);
-	}
-}
-
-static void done_add(struct pump *p, uint16_t head, uint32_t len)
-{
-	p->done[p->done_n].id = head;
-	p->done[p->done_n].len = len;
-	p->done_n++;
 }
 
 static uint32_t hdr_len(const struct vsock_dev *dev)
@@ -755,54 +628,4 @@ void pump_stop(struct pump *p)
 	pthread_join(p->thread, NULL);
 	p->running = false;
 	free_zombies(p);
-}
-
-static int cmp_pos(const void *a, const void *b)
-{
-	const struct rx_slot *x = a, *y = b;
-
-	return (int)x->pos - (int)y->pos;
-}
-
-void rx_return_all(struct vsock_dev *dev, bool give_back)
-{
-	unsigned int i, k;
-	bool rewind = true, signal;
-	uint16_t last = dev->rxq.last_avail;
-
-	for (i = 0; i < dev->n_pumps; i++) {
-		struct pump *p = &dev->pumps[i];
-
-		while (p->cache_n && dev->pool_n < dev->pool_cap) {
-			slot_copy(&dev->pool[dev->pool_n++], cache_slot(p, p->cache_first));
-			slots_consume(p, 1);
-		}
-	}
-	if (!give_back)
-		dev->pool_n = 0; /* the queue is being reset: nothing to give back */
-	if (!dev->pool_n || !dev->rxq.num)
-		return;
-	/*
-	 * If the unused chains are exactly the last ones popped, un-pop them;
-	 * otherwise return them to the driver empty.
-	 */
-	for (k = 0; k < dev->pool_n; k++)
-		dev->pool[k].pos = (uint16_t)(dev->pool[k].pos - (uint16_t)(last - dev->pool_n));
-	qsort(dev->pool, dev->pool_n, sizeof(dev->pool[0]), cmp_pos);
-	for (k = 0; k < dev->pool_n; k++)
-		if (dev->pool[k].pos != k)
-			rewind = false;
-	if (rewind) {
-		dev->rxq.last_avail = (uint16_t)(last - dev->pool_n);
-		dev->pool_n = 0;
-		return;
-	}
-	for (k = 0; k < dev->pool_n; k++)
-		vq_push(&dev->rxq, dev->pool[k].c.head, 0);
-	dev->pool_n = 0;
-	signal = vq_need_notify(&dev->rxq);
-	if (signal) {
-		CTR_ADD(dev, irqs_sent, 1);
-		dev_signal(dev, VSOCK_VQ_RX);
-	}
 }

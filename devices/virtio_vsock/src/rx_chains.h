@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RX chain reservation for the pump threads (rx_chains.c). All functions
+ * but rx_return_all() run on the pump thread that owns @p, without
+ * dev->rxq_lock held (they take it themselves).
+ */
+#ifndef SKIFF_VSOCK_RX_CHAINS_H
+#define SKIFF_VSOCK_RX_CHAINS_H
+
+#include "dev.h"
+
+/* The @i-th slot of the pump's cache ring (index not reduced). */
+struct rx_slot *cache_slot(struct pump *p, unsigned int i);
+
+/*
+ * cache_topup() - fill the cache up to @want chains (<= RX_BATCH): from the
+ * pool first, then the RX ring. Chains with readable descriptors or that
+ * fail the walk are returned at once with used length 0 and counted as
+ * malformed. With an empty ring and an empty cache, asks the driver for a
+ * kick (vq_enable_notify) and re-checks.
+ */
+void cache_topup(struct pump *p, unsigned int want);
+
+/* slot_get() - the @i-th reserved chain, reserving more if needed; NULL when none. */
+struct rx_slot *slot_get(struct pump *p, unsigned int i);
+
+/* slots_consume() - drop the first @k reserved chains (they were used). */
+void slots_consume(struct pump *p, unsigned int k);
+
+/* cache_return() - give the unused chains to the pool; wake starved pumps. */
+void cache_return(struct pump *p);
+
+/* done_add() - note a used entry; done_flush() publishes them and maybe interrupts. */
+void done_add(struct pump *p, uint16_t head, uint32_t len);
+void done_flush(struct pump *p);
+
+#endif
