@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * vsock-tool: the guest side of skiff's end-to-end vsock tests (static, runs in the
- * UML and QEMU guests' initramfs; also runs on the host for AF_VSOCK loopback).
+ * UML and QEMU guests' initramfs), and with uds: addresses their host side too.
  *
  *   vsock-tool connect CID:PORT [plan options]   open --conns connections, run the plan
  *   vsock-tool listen PORT [plan options]        accept --conns connections, run the plan
@@ -38,7 +38,8 @@
  * (SO_VM_SOCKETS_BUFFER_SIZE), --connect-timeout MS, --timeout S (default 60),
  * --verbose (one VSOCK-CONN line per connection). Sizes take K, M, G suffixes (binary).
  *
- * Output: listen prints "VSOCK-TOOL-LISTENING port=P" once it listens. Every run ends
+ * Output: listen prints "VSOCK-TOOL-LISTENING port=P" (uds: "... path=PATH") once it
+ * listens. Every run ends
  * with one line "VSOCK-TOOL status=ok|fail key=value ..." (see print_summary()).
  * Exit status: 0 ok, 1 fail, 2 usage, 3 timeout.
  */
