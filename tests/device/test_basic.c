@@ -561,6 +561,26 @@ START_TEST(t_notify_callback)
 	fx_xfer_g2h(fd, c, 500000, 6);
 	sim_drv_get_stats(fx.drv, &st);
 	ck_assert_uint_gt(st.irqs_per_q[VSOCK_VQ_RX], 0);
+	/*
+	 * Every notify() call is one interrupt the driver takes: once quiet,
+	 * irqs_sent equals what the driver saw, and the device consumed at
+	 * most the kicks the driver sent (eventfds coalesce).
+	 */
+	{
+		struct vsock_dev_counters k;
+		int64_t end = hp_now_ms() + FX_T;
+
+		do {
+			fx_counters(&fx, &k);
+			sim_drv_get_stats(fx.drv, &st);
+			if (k.irqs_sent == st.irqs)
+				break;
+			usleep(1000);
+		} while (hp_now_ms() < end);
+		ck_assert_uint_eq(k.irqs_sent, st.irqs);
+		ck_assert_uint_le(k.kicks, st.kicks_sent);
+		ck_assert_uint_gt(k.kicks, 0);
+	}
 	close(fd);
 	sim_close(c, FX_T);
 	close(lfd);
