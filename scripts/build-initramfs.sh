@@ -31,7 +31,7 @@ usage() {
 	exit 2
 }
 
-out= run= have_bins=0
+out='' run='' have_bins=0
 bins=()
 files=()
 while [ $# -gt 0 ]; do

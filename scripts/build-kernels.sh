@@ -227,7 +227,7 @@ check_config() {
 			if [[ $line =~ ^(CONFIG_[A-Za-z0-9_]+)= ]]; then
 				sym=${BASH_REMATCH[1]}
 				grep -qxF "$line" "$o/.config" || {
-					echo "  ${frag##*/}: wanted '$line', got '$(grep -E "^(# )?$sym[= ]" "$o/.config" || echo "$sym absent")'" >&2
+					echo "  ${frag##*/}: wanted '$line', got '$(grep -E "^(# )?${sym}[= ]" "$o/.config" || echo "$sym absent")'" >&2
 					bad=1
 				}
 			elif [[ $line =~ ^#\ (CONFIG_[A-Za-z0-9_]+)\ is\ not\ set ]]; then

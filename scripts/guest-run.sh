@@ -49,7 +49,7 @@ kind=$1
 shift
 case $kind in uml | qemu) ;; *) usage ;; esac
 
-kernel= variant=baseline initrd= run= append= vsock= mem=256 timeout=120 log=
+kernel='' variant=baseline initrd='' run='' append='' vsock='' mem=256 timeout=120 log=''
 extra=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -92,7 +92,8 @@ uml)
 	if [ -z "${TMPDIR:-}" ]; then
 		if [ -w /dev/shm ]; then export TMPDIR=/dev/shm; else export TMPDIR=/tmp; fi
 	fi
-	cmd=("$kernel" "mem=${mem}M" "initrd=$initrd" "uml_dir=$tmp" "umid=skiff-$$" $cmdline)
+	read -ra words <<<"$cmdline"
+	cmd=("$kernel" "mem=${mem}M" "initrd=$initrd" "uml_dir=$tmp" "umid=skiff-$$" "${words[@]}")
 	[ -n "$vsock" ] && cmd+=("virtio_uml.device=$vsock:19")
 	cmd+=("${extra[@]}")
 	;;

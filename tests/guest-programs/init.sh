@@ -27,7 +27,7 @@ mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /dev/shm
 ip link set lo up 2>/dev/null
 
-run= ctl= hostfs= halt=
+run='' ctl='' hostfs='' halt=''
 for w in $(cat /proc/cmdline); do
 	case $w in
 	skiff.run64=*) run=$(echo "${w#skiff.run64=}" | base64 -d) ;;
@@ -44,7 +44,7 @@ fi
 if [ -n "$hostfs" ]; then
 	mount -t hostfs -o "$hostfs" none /host || echo "init: cannot mount hostfs $hostfs"
 fi
-cd /tmp
+cd /tmp || echo "init: no /tmp"
 
 echo "SKIFF-BEGIN"
 if [ -n "$ctl" ]; then
