@@ -160,6 +160,20 @@ class Step:
         return {f"rtt_{s}": int(g["rtt_mean_ns"]) / 1e3, f"rtt_p99_{s}": int(g["rtt_p99_ns"]) / 1e3}
 
 
+def figure_steps(a):
+    """The steps of one boot, in order; each gets its own vsock port."""
+    steps, port = [], FIRST_PORT
+    for n in a.conns:
+        for s in a.sizes:
+            steps.append(Step("g2h", s, port, a, n))
+            steps.append(Step("h2g", s, port + 1, a, n))
+            port += 2
+    for s in a.rtt_sizes:
+        steps.append(Step("rtt", s, port, a))
+        port += 1
+    return steps
+
+
 def figure_meta(name):
     """(label, unit, better, limit key) of a figure name."""
     m = re.match(r"(.*)_x(\d+)$", name)
@@ -185,22 +199,57 @@ def figure_meta(name):
 
 
 # -- one boot -------------------------------------------------------------------------------
+class Turn:
+    """Step-level interleaving of two live guests: A step 1, B step 1, A step 2, ...
+
+    Each boot's control server asks wait() before it hands its guest step k, and says
+    done() when the guest comes back for the next one. A boot that ends (or fails) gives
+    up its remaining turns, so the other never waits for it.
+    """
+
+    def __init__(self, nsteps, nboots=2):
+        self.order = [(b, k) for k in range(nsteps) for b in range(nboots)]
+        self.finished = set()
+        self.pos = 0
+        self.cond = threading.Condition()
+
+    def _advance(self):
+        while self.pos < len(self.order) and self.order[self.pos] in self.finished:
+            self.pos += 1
+        self.cond.notify_all()
+
+    def wait(self, boot, k, stop, limit=45.0):
+        """Until it is (boot, k)'s turn. At most @limit seconds: the guest's fetch gives up
+        after 60 s (vsock-tool's default timeout), so a very long step of the other guest
+        costs the strict alternation, not the run."""
+        end = time.monotonic() + limit
+        with self.cond:
+            while not stop.is_set() and time.monotonic() < end:
+                if self.pos >= len(self.order) or self.order[self.pos] == (boot, k):
+                    return True
+                self.cond.wait(0.2)
+            return False
+
+    def done(self, boot, k):
+        with self.cond:
+            self.finished.add((boot, k))
+            self._advance()
+
+    def boot_ended(self, boot):
+        with self.cond:
+            self.finished.update(t for t in self.order if t[0] == boot)
+            self._advance()
+
+
 class Boot:
-    def __init__(self, a, variant, kernel, pair, work):
+    def __init__(self, a, variant, kernel, pair, work, turn=None, bid=0):
         self.a, self.variant, self.kernel, self.pair = a, variant, kernel, pair
+        self.turn, self.bid = turn, bid  # step interleaving with another boot (Turn), or None
+        self.turn_timeouts = 0  # steps started without their turn (Turn.wait limit)
         self.work = work
         self.vu_sock = os.path.join(work, "vu.sock")
         self.uds = os.path.join(work, "h.sock")
-        self.steps = []
-        port = FIRST_PORT
-        for n in a.conns:
-            for s in a.sizes:
-                self.steps.append(Step("g2h", s, port, a, n))
-                self.steps.append(Step("h2g", s, port + 1, a, n))
-                port += 2
-        for s in a.rtt_sizes:
-            self.steps.append(Step("rtt", s, port, a))
-            port += 1
+        self.steps = figure_steps(a)
         self.current = None  # the step whose output the console shows (console thread only)
         self.vm_pid = None  # guest-run.sh: the UML processes are its descendants
         self.done = threading.Event()
@@ -232,8 +281,13 @@ class Boot:
             except socket.timeout:
                 continue
             script = ""
+            if self.turn and served > 0:
+                self.turn.done(self.bid, served - 1)  # the guest is back: its last step ended
+            if self.turn and served < len(self.steps) and not self.turn.wait(self.bid, served, self.done):
+                self.turn_timeouts += 1
             if served < len(self.steps):
                 st = self.steps[served]
+                self.log(f"pair {self.pair + 1} {self.variant}: step {served + 1} ({st.kind} {st.suffix}) starts")
                 try:
                     self.start_peer(st)
                     script = st.guest + "\n"
@@ -304,6 +358,8 @@ class Boot:
             self.on_line(line.rstrip("\r\n"))
         rc = vm.wait()
         self.done.set()
+        if self.turn:
+            self.turn.boot_ended(self.bid)
         self.seconds = time.monotonic() - t0
         if rc != 0:
             self.errors.append(f"guest-run.sh exited {rc}")
@@ -345,6 +401,8 @@ class Boot:
 
     def cleanup(self):
         self.done.set()
+        if self.turn:
+            self.turn.boot_ended(self.bid)
         for p in self.procs:
             if p.poll() is None:
                 p.kill()
@@ -524,6 +582,9 @@ def main():
                     help="guest SO_VM_SOCKETS_BUFFER_SIZE on receivers (default: kernel default)")
     ap.add_argument("--limit-seconds", type=float, default=0.3, help="socketpair limit run per size and pair")
     ap.add_argument("--mem", type=int, default=256, help="guest RAM MiB")
+    ap.add_argument("--interleave", choices=["step", "boot"], default="step",
+                    help="step: per pair, both kernels boot at once and their steps alternate A B A B "
+                         "(each A/B comparison seconds apart); boot: A's boot runs all steps, then B's (step)")
     ap.add_argument("--json", help="write every figure here")
     ap.add_argument("--verbose", action="store_true", help="echo the guest console")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
@@ -536,7 +597,8 @@ def main():
     if a.pairs < 1 or a.rtt_count < 1 or not (0 < a.seconds <= 60):
         ap.error("--pairs, --rtt-count and --seconds must be positive (--seconds <= 60)")
     a.step_timeout = int(max(30, a.seconds * 10 + a.rtt_count * 0.005))
-    a.boot_timeout = 60 + a.step_timeout * (2 * len(a.sizes) * len(a.conns) + len(a.rtt_sizes))
+    a.boot_timeout = 60 + a.step_timeout * (2 * len(a.sizes) * len(a.conns) + len(a.rtt_sizes)) \
+        * (2 if a.interleave == "step" else 1)
     ka = a.kernel_a or kernel_path("baseline")
     kb = a.kernel_b or kernel_path("patched")
     if not a.skiff_vsock:
@@ -564,7 +626,9 @@ def main():
         "rx_pkt_max_applied": (a.rx_pkt_max or "none") if a.dev_has_rx_pkt_max else "unsupported by skiff-vsock",
         "sizes": a.sizes, "conns": a.conns, "rtt_sizes": a.rtt_sizes, "rtt_count": a.rtt_count, "seconds": a.seconds,
         "max_bytes": a.max_bytes, "read_size": a.read_size or "payload", "guest_buf": a.guest_buf or "default",
-        "rcvlowat": 1, "limit_seconds": a.limit_seconds, "guest_mem_mib": a.mem, "order": "A B per pair",
+        "rcvlowat": 1, "limit_seconds": a.limit_seconds, "guest_mem_mib": a.mem,
+        "order": "per pair: A and B booted together, steps alternating A B" if a.interleave == "step"
+        else "per pair: boot A (all steps), then boot B (all steps)",
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     work = tempfile.mkdtemp(prefix="skiff-gab-", dir="/tmp")
@@ -573,19 +637,39 @@ def main():
     try:
         for i in range(a.pairs):
             pair = {"pair": i, "limits": measure_limits(a)}
-            for side, variant, kernel in (("A", "baseline", ka), ("B", "patched", kb)):
+            sides = (("A", "baseline", ka), ("B", "patched", kb))
+            turn = Turn(len(figure_steps(a))) if a.interleave == "step" else None
+            boots = []
+            for bid, (side, variant, kernel) in enumerate(sides):
                 bdir = os.path.join(work, f"p{i}{side}")
                 os.mkdir(bdir)
-                boot = Boot(a, variant, kernel, i, bdir)
+                boots.append(Boot(a, variant, kernel, i, bdir, turn, bid))
+            results = [None] * len(boots)
+
+            def run_boot(bid):
+                boot = boots[bid]
                 try:
-                    figs = boot.run()
+                    results[bid] = boot.run()
                 except (OSError, RuntimeError) as e:
                     boot.errors.append(str(e))
-                    figs = {}
+                    results[bid] = {}
                 finally:
                     boot.cleanup()
-                pair[side] = {"variant": variant, "figures": figs, "boot_seconds": boot.seconds,
-                              "errors": boot.errors, "device_counters": boot.counters, "steps": boot.raw()}
+
+            if turn:  # both guests up at once, their steps alternating
+                ths = [threading.Thread(target=run_boot, args=(bid,)) for bid in range(len(boots))]
+                for t in ths:
+                    t.start()
+                for t in ths:
+                    t.join()
+            else:
+                for bid in range(len(boots)):
+                    run_boot(bid)
+            for bid, (side, variant, _) in enumerate(sides):
+                boot = boots[bid]
+                pair[side] = {"variant": variant, "figures": results[bid] or {}, "boot_seconds": boot.seconds,
+                              "errors": boot.errors, "device_counters": boot.counters,
+                              "turn_timeouts": boot.turn_timeouts, "steps": boot.raw()}
                 status = "ok" if not boot.errors else "FAILED: " + "; ".join(boot.errors)
                 print(f"guest_ab: pair {i + 1}/{a.pairs} {side} ({variant}) "
                       f"{boot.seconds or 0:.1f} s {status}", flush=True)
