@@ -16,12 +16,14 @@
  * header; page-sized with MRG_RXBUF). The host side reads and writes one
  * payload per call, as the socketpair baseline does.
  *
- * Usage: vsock_bench [--quick] [--json FILE]
+ * Usage: vsock_bench [--quick] [--json FILE] [--conn-buf BYTES]
  *   --quick   short single runs (a smoke test; figures are not meaningful)
  * Each figure is the median of 3 runs of 0.6 s (after 0.15 s of warm-up),
  * each with a fresh device and driver, alternated with the socketpair runs
  * of the same case so that both see the same machine load.
  *   --json    write every figure to FILE
+ *   --conn-buf  the device's per-connection buffer (buf_alloc it advertises);
+ *             default: the device's own default
  * Columns: direction, streams, RX pump threads (0: the device default), payload
  * bytes per call, MRG_RXBUF; device GB/s and M messages/s; the socketpair's;
  * the ratio device / socketpair.
@@ -70,6 +72,7 @@ struct result {
 };
 
 static double g_duration = 0.6, g_warmup = 0.15;
+static uint32_t g_conn_buf; /* --conn-buf: device buf_alloc per connection, 0: default */
 
 static double now_s(void)
 {
@@ -239,26 +242,37 @@ static double run_device_once(enum dir dir, unsigned int nstreams, size_t payloa
 	struct run r;
 	double bps = -1;
 	unsigned int i;
+	const char *what = NULL;
 	int lfd = -1, rc;
 
 	memset(&r, 0, sizeof(r));
 	hp_tmp_path(uds, sizeof(uds), "bench");
 	rc = sim_drv_create(&dc, &drv);
-	if (rc)
+	if (rc) {
+		what = "sim_drv_create";
 		goto out;
+	}
 	vc.guest_cid = sim_drv_guest_cid(drv);
 	vc.uds_path = uds;
 	vc.rx_threads = rx_threads;
 	vc.mrg_rxbuf = mrg;
+	vc.conn_buf_size = g_conn_buf;
 	rc = vsock_dev_create(&vc, &dev);
-	if (rc)
+	if (rc) {
+		what = "vsock_dev_create";
 		goto out;
+	}
 	rc = sim_drv_attach(drv, dev);
-	if (rc)
+	if (rc) {
+		what = "sim_drv_attach";
 		goto out;
+	}
 	lfd = hp_listen_port(uds, PORT, MAX_STREAMS, 0);
-	if (lfd < 0)
+	if (lfd < 0) {
+		rc = lfd;
+		what = "listen";
 		goto out;
+	}
 	r.nstreams = nstreams;
 	for (i = 0; i < nstreams; i++) {
 		struct stream *s = &r.s[i];
@@ -266,11 +280,17 @@ static double run_device_once(enum dir dir, unsigned int nstreams, size_t payloa
 		s->dir = dir;
 		s->payload = payload;
 		s->fd2 = -1;
-		if (sim_connect(drv, PORT, VIRTIO_VSOCK_TYPE_STREAM, 5000, &s->c))
+		rc = sim_connect(drv, PORT, VIRTIO_VSOCK_TYPE_STREAM, 5000, &s->c);
+		if (rc) {
+			what = "sim_connect";
 			goto stop;
+		}
 		s->fd = hp_accept(lfd, 5000);
-		if (s->fd < 0)
+		if (s->fd < 0) {
+			rc = s->fd;
+			what = "accept";
 			goto stop;
+		}
 	}
 	for (i = 0; i < nstreams; i++) {
 		if (dir == G2H) {
@@ -295,6 +315,8 @@ stop:
 			close(r.s[i].fd);
 	}
 out:
+	if (what)
+		fprintf(stderr, "vsock_bench: %s: %s\n", what, strerror(-rc));
 	if (lfd >= 0)
 		close(lfd);
 	vsock_dev_destroy(dev);
@@ -327,8 +349,12 @@ static void run_case(struct result *x, enum dir dir, unsigned int nstreams, size
 	for (i = 0; i < g_reps; i++) {
 		sp[i] = run_socketpair_once(nstreams, payload);
 		dv[i] = run_device_once(dir, nstreams, payload, mrg, rx_threads);
-		if (sp[i] <= 0 || dv[i] < 0)
+		if (sp[i] < 0 || dv[i] < 0) {
+			fprintf(stderr,
+				"vsock_bench: %s %zu B: socketpair %.0f B/s, device %.0f B/s\n",
+				x->dir, payload, sp[i], dv[i]);
 			x->ok = 0;
+		}
 	}
 	if (!x->ok)
 		return;
@@ -336,7 +362,7 @@ static void run_case(struct result *x, enum dir dir, unsigned int nstreams, size
 	x->gbps = median(dv, g_reps) / 1e9;
 	x->sp_msgs = x->sp_gbps * 1e9 / (double)payload;
 	x->msgs = x->gbps * 1e9 / (double)payload;
-	x->ratio = x->gbps / x->sp_gbps;
+	x->ratio = x->sp_gbps > 0 ? x->gbps / x->sp_gbps : 0;
 }
 
 static void print_row(const struct result *x)
@@ -356,8 +382,8 @@ static int write_json(const char *path, const struct result *res, unsigned int n
 		return -errno;
 	fprintf(f, "{\n  \"bench\": \"vsock_bench\",\n  \"quick\": %s,\n",
 		quick ? "true" : "false");
-	fprintf(f, "  \"duration_s\": %.3f,\n  \"repetitions\": %d,\n  \"results\": [\n",
-		g_duration, g_reps);
+	fprintf(f, "  \"duration_s\": %.3f,\n  \"repetitions\": %d,\n", g_duration, g_reps);
+	fprintf(f, "  \"conn_buf_size\": %u,\n  \"results\": [\n", g_conn_buf);
 	for (i = 0; i < n; i++) {
 		const struct result *x = &res[i];
 
@@ -388,8 +414,11 @@ int main(int argc, char **argv)
 			quick = 1;
 		} else if (!strcmp(argv[i], "--json") && i + 1 < (unsigned int)argc) {
 			json = argv[++i];
+		} else if (!strcmp(argv[i], "--conn-buf") && i + 1 < (unsigned int)argc) {
+			g_conn_buf = (uint32_t)strtoul(argv[++i], NULL, 0);
 		} else {
-			fprintf(stderr, "usage: %s [--quick] [--json FILE]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--quick] [--json FILE] [--conn-buf BYTES]\n",
+				argv[0]);
 			return 2;
 		}
 	}
