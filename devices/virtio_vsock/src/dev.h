@@ -9,8 +9,9 @@
  *   - rx_threads pump threads: each owns a shard of connections in its own
  *     epoll and sends every packet of those connections to the guest.
  *
- * Lock order (never take an earlier one while holding a later one):
- *   conn->lock  ->  mux.lock, pump->lock, rxq_lock, raw_lock
+ * Lock order: conn->lock first, then at most one of mux.lock, pump->lock,
+ * rxq_lock, raw_lock, timed_lock (never two of those at once, never a
+ * conn->lock while holding one of them). Each lock's field list is below.
  */
 #ifndef SKIFF_VSOCK_DEV_H_INTERNAL
 #define SKIFF_VSOCK_DEV_H_INTERNAL
