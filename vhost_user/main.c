@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,8 @@ static void usage(FILE *f)
 	      "  --verbose            log every vhost-user request\n"
 	      "  --help, --version\n"
 	      "\n"
-	      "SIGTERM or SIGINT: disconnect, remove both sockets, print counters, exit 0.\n",
+	      "SIGTERM or SIGINT: disconnect, remove both sockets, print counters, exit 0.\n"
+	      "SIGUSR1: print the device counters.\n",
 	      f);
 }
 
@@ -53,24 +55,45 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-static void print_counters(struct vsock_dev *dev, struct vu_backend *vb)
+static void print_dev_counters(struct vsock_dev *dev)
 {
 	struct vsock_dev_counters c;
-	struct vu_backend_stats s;
 
 	vsock_dev_get_counters(dev, &c);
-	vu_backend_get_stats(vb, &s);
 	fprintf(stderr,
 		"skiff-vsock: counters: tx_pkts %" PRIu64 " tx_bytes %" PRIu64 " rx_pkts %" PRIu64
 		" rx_bytes %" PRIu64 " kicks %" PRIu64 " irqs_sent %" PRIu64
 		" irqs_suppressed %" PRIu64 " conn_resets %" PRIu64 " dropped_pkts %" PRIu64
 		" malformed_pkts %" PRIu64 " conns_opened %" PRIu64 " conns_closed %" PRIu64
-		" dev_resets %" PRIu64 "\n"
-		"skiff-vsock: vhost-user: msgs %" PRIu64 " rejected %" PRIu64
-		" disconnects %" PRIu64 " dev_starts %" PRIu64 "\n",
+		" dev_resets %" PRIu64 "\n",
 		c.tx_pkts, c.tx_bytes, c.rx_pkts, c.rx_bytes, c.kicks, c.irqs_sent,
 		c.irqs_suppressed, c.conn_resets, c.dropped_pkts, c.malformed_pkts, c.conns_opened,
-		c.conns_closed, c.dev_resets, s.msgs, s.rejected, s.disconnects, s.dev_starts);
+		c.conns_closed, c.dev_resets);
+}
+
+/* SIGUSR1: print the device counters (thread safe), keep running. */
+static void *usr1_main(void *arg)
+{
+	sigset_t set;
+	int sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	while (sigwait(&set, &sig) == 0)
+		print_dev_counters(arg);
+	return NULL;
+}
+
+static void print_counters(struct vsock_dev *dev, struct vu_backend *vb)
+{
+	struct vu_backend_stats s;
+
+	print_dev_counters(dev);
+	vu_backend_get_stats(vb, &s);
+	fprintf(stderr,
+		"skiff-vsock: vhost-user: msgs %" PRIu64 " rejected %" PRIu64
+		" disconnects %" PRIu64 " dev_starts %" PRIu64 "\n",
+		s.msgs, s.rejected, s.disconnects, s.dev_starts);
 }
 
 int main(int argc, char **argv)
@@ -92,6 +115,7 @@ int main(int argc, char **argv)
 	struct vsock_dev *dev = NULL;
 	bool verbose = false, have_cid = false;
 	int listen_fd = -1, sig_fd = -1, opt, ret, status = 1;
+	pthread_t usr1;
 	uint64_t v;
 	sigset_t set;
 
@@ -150,12 +174,17 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	/* Device threads inherit this mask: signals reach us through sig_fd only. */
+	/*
+	 * Device threads inherit this mask: SIGTERM/SIGINT reach us through
+	 * sig_fd only, SIGUSR1 through usr1_main().
+	 */
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigprocmask(SIG_BLOCK, &set, NULL);
+	sigdelset(&set, SIGUSR1);
 	sig_fd = signalfd(-1, &set, SFD_CLOEXEC);
 	if (sig_fd < 0) {
 		perror("skiff-vsock: signalfd");
@@ -167,6 +196,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "skiff-vsock: device on %s: %s\n", cfg.uds_path, strerror(-ret));
 		goto out;
 	}
+	if (pthread_create(&usr1, NULL, usr1_main, dev) == 0)
+		pthread_detach(usr1);
 	ret = vu_backend_create(dev, verbose, &vb);
 	if (ret) {
 		fprintf(stderr, "skiff-vsock: %s\n", strerror(-ret));

@@ -205,6 +205,35 @@ static int ring_to_dev(struct vu_backend *vb, unsigned int q)
 	return vsock_dev_set_vring(vb->dev, q, &c);
 }
 
+static void poke(int fd)
+{
+	uint64_t one = 1;
+	ssize_t r;
+
+	if (fd >= 0)
+		r = write(fd, &one, sizeof(one));
+	(void)r;
+}
+
+/*
+ * After a (re)start, as if each vring had been kicked and had interrupted
+ * once: a kick the frontend sent while the device was paused, or an
+ * interrupt raised on a call fd that was being replaced, must not be lost.
+ * Both are harmless when spurious (the device re-reads the avail ring, the
+ * driver re-reads the used ring).
+ */
+static void nudge(struct vu_backend *vb, unsigned int rings)
+{
+	unsigned int q;
+
+	for (q = 0; q < VSOCK_VQ_NUM; q++) {
+		if (!(rings & (1u << q)))
+			continue;
+		poke(vb->rings[q].kick_fd);
+		poke(vb->rings[q].call_fd);
+	}
+}
+
 /*
  * Start the device when RX and TX are ready, or restart it when the event
  * vring became ready after the start (UML enables it last).
@@ -249,6 +278,7 @@ static int try_start(struct vu_backend *vb)
 		return ret;
 	vb->started = true;
 	vb->passed = passed;
+	nudge(vb, passed);
 	vb->stats.dev_starts++;
 	if (vb->verbose)
 		fprintf(stderr, "skiff-vsock: device started (vrings 0x%x)\n", passed);
@@ -596,6 +626,9 @@ static int dispatch(struct vu_backend *vb, struct vu_msg *msg, int sock)
 		if (ret)
 			vu_err(vb, "starting the device after %s: %s", req_name(msg->hdr.request),
 			       strerror(-ret));
+	} else if (msg->hdr.size == sizeof(uint64_t)) {
+		vu_err(vb, "%s (0x%llx, %u fds) rejected: %s", req_name(msg->hdr.request),
+		       (unsigned long long)msg->p.u64, msg->nfds, strerror(-ret));
 	} else {
 		vu_err(vb, "%s (size %u, %u fds) rejected: %s", req_name(msg->hdr.request),
 		       msg->hdr.size, msg->nfds, strerror(-ret));

@@ -167,9 +167,10 @@ class Runner:
         self.work = tempfile.mkdtemp(prefix="skiff-e2e-", dir="/tmp")
         self.vsock_sock = os.path.join(self.work, "vu.sock")
         self.uds = os.path.join(self.work, "h.sock")
-        self.cases = make_cases(a.set == "full", a.vmm)
+        self.cases = [c for c in make_cases(a.set == "full", a.vmm) if not a.only or c.name in a.only]
         self.lock = threading.Lock()
-        self.current = None  # the case whose step script the guest fetched last
+        self.current = None  # the case whose step the guest announced last
+        self.steps = 0
         self.boots = 0
         self.console = []
         self.done = threading.Event()
@@ -181,6 +182,8 @@ class Runner:
     # -- host side -------------------------------------------------------
     def start_host(self, c):
         argv = [self.a.uds_peer, c.host[0], self.uds] + c.host[1:] + ["--timeout", str(self.a.timeout)]
+        if self.a.verbose:
+            self.log("host: " + " ".join(argv))
         c.host_proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.procs.append(c.host_proc)
         if c.host[0] == "listen":
@@ -214,10 +217,7 @@ class Runner:
                 continue
             script = ""
             if served < len(self.cases):
-                c = self.cases[served]
-                with self.lock:
-                    self.current = c
-                script = c.guest + "\n"
+                script = self.cases[served].guest + "\n"
             served += 1
             conn.sendall(script.encode())
             conn.close()
@@ -231,8 +231,13 @@ class Runner:
         if line.startswith("SKIFF-BEGIN"):
             self.boots += 1
             return
-        with self.lock:
-            cur = self.current
+        # Steps are served in case order and each one is announced before it runs
+        # (init.sh control mode), across reboots too.
+        if re.match(r"SKIFF-STEP \d+", line):
+            self.current = self.cases[self.steps] if self.steps < len(self.cases) else None
+            self.steps += 1
+            return
+        cur = self.current
         m = re.match(r"SKIFF-RESULT step=\d+ rc=(\S+)", line)
         if m and cur:
             cur.guest_rc = m.group(1)
@@ -252,6 +257,10 @@ class Runner:
                 "--vsock", self.vsock_sock, "--append", f"skiff.ctl={PLAN_PORT}", "--timeout", str(a.timeout)]
         if a.kernel:
             argv += ["--kernel", a.kernel]
+        if a.vmm == "qemu":
+            # QEMU's virtio-mmio is legacy (version 1) unless told otherwise; the device
+            # model requires VIRTIO_F_VERSION_1, which legacy drivers never accept.
+            argv += ["--", "-global", "virtio-mmio.force-legacy=false"]
         return argv
 
     def build_initrd(self):
@@ -361,6 +370,7 @@ def main():
     ap.add_argument("--set", choices=["full", "smoke"], default="full")
     ap.add_argument("--timeout", type=int, default=240)
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--only", action="append", help="run only this case (repeatable)")
     ap.add_argument("--verbose", action="store_true", help="echo the guest console")
     a = ap.parse_args()
     if os.environ.get("SKIFF_SKIP_GUESTS") == "1":

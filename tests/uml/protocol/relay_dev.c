@@ -44,6 +44,7 @@ static struct relay {
 	unsigned int nacks;
 	unsigned int nregions;
 	struct vsock_mem_region regions[VSOCK_MAX_MEM_REGIONS];
+	int call_fd[VSOCK_VQ_NUM]; /* last sent, owned by the driver */
 } relay = { .sock = -1 };
 
 struct vsock_dev *relay_dev(void)
@@ -252,6 +253,7 @@ int __wrap_vsock_dev_set_vring(struct vsock_dev *dev, unsigned int q,
 	if (!is_relay(dev))
 		return __real_vsock_dev_set_vring(dev, q, v);
 	ret = set_fd(VU_REQ_SET_VRING_CALL, q, v->call_fd);
+	relay.call_fd[q] = v->call_fd;
 	st.num = v->num;
 	if (!ret)
 		ret = call(VU_REQ_SET_VRING_NUM, &st, sizeof(st), NULL, 0);
@@ -263,6 +265,11 @@ int __wrap_vsock_dev_set_vring(struct vsock_dev *dev, unsigned int q,
 	if (!ret)
 		ret = set_fd(VU_REQ_SET_VRING_KICK, q, v->kick_fd);
 	return ret;
+}
+
+int relay_resend_call(unsigned int q)
+{
+	return set_fd(VU_REQ_SET_VRING_CALL, q, relay.call_fd[q]);
 }
 
 int __wrap_vsock_dev_start(struct vsock_dev *dev)

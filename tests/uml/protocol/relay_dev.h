@@ -24,6 +24,12 @@ int relay_connect(const char *path);
 /* relay_disconnect() - close the socket at once, as a frontend that dies. */
 void relay_disconnect(void);
 
+/*
+ * relay_resend_call() - SET_VRING_CALL again for vring @q with the same fd,
+ * as QEMU does right after starting (its guest notifiers come last).
+ */
+int relay_resend_call(unsigned int q);
+
 /* Number of vhost-user requests the backend rejected (non-zero acks). */
 unsigned int relay_nacks(void);
 

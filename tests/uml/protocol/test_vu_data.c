@@ -287,6 +287,23 @@ START_TEST(t_disconnect_mid_transfer)
 }
 END_TEST
 
+/*
+ * QEMU 7.2 order: the device starts on SET_VRING_ENABLE, then QEMU sets up
+ * its guest notifiers and sends SET_VRING_CALL for each vring, which pauses
+ * and restarts the device. Host-initiated connections must work after that.
+ */
+START_TEST(t_call_fd_after_start)
+{
+	start_all(false);
+	ck_assert_int_eq(relay_resend_call(VSOCK_VQ_RX), 0);
+	ck_assert_int_eq(relay_resend_call(VSOCK_VQ_TX), 0);
+	host_to_guest(6100, 1u << 20, 31);
+	guest_to_host(5100, 1u << 20, 32);
+	check_driver_clean();
+	stop_all();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("vhost_user_data");
@@ -296,6 +313,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_data_mrg_on);
 	tcase_add_test(tc, t_data_mrg_off);
 	tcase_add_test(tc, t_disconnect_mid_transfer);
+	tcase_add_test(tc, t_call_fd_after_start);
 	suite_add_tcase(s, tc);
 	return s;
 }
