@@ -17,10 +17,14 @@ jq -e '
   ([.results[] | select(.streams == 1)] | length) == 12 and
   ([.results[] | select(.streams == 8) | .rx_threads] | sort) == [1, 2, 4] and
   all(.results[];
-      (keys | sort) == ["dir", "gbps", "mrg_rxbuf", "msgs_per_s", "ok", "payload", "ratio",
-                        "rx_threads", "socketpair_gbps", "socketpair_msgs_per_s", "streams"] and
+      (keys | sort) == ["cpu_ns_per_kib", "dir", "gbps", "mrg_rxbuf", "msgs_per_s", "ok",
+                        "payload", "ratio", "ratio_max", "ratio_min", "rx_threads",
+                        "socketpair_cpu_ns_per_kib", "socketpair_gbps",
+                        "socketpair_msgs_per_s", "streams"] and
       .ok == true and (.dir == "g2h" or .dir == "h2g") and
-      ([.gbps, .msgs_per_s, .socketpair_gbps, .socketpair_msgs_per_s, .ratio] |
+      (.ratio_min <= .ratio and .ratio <= .ratio_max) and
+      ([.gbps, .msgs_per_s, .socketpair_gbps, .socketpair_msgs_per_s, .ratio, .ratio_min,
+        .ratio_max, .cpu_ns_per_kib, .socketpair_cpu_ns_per_kib] |
         all(type == "number" and . >= 0)))
 ' "$out" >/dev/null || { echo "check_bench_json: $out is incomplete or invalid" >&2; exit 1; }
 echo "check_bench_json: $out complete"

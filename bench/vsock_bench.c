@@ -9,24 +9,48 @@
  *   with and without MRG_RXBUF; then 8 host->guest streams with 1, 2 and 4
  *   RX pump threads (64 KiB payloads, MRG_RXBUF).
  *
- * The guest costs as little as possible so the device is what is measured:
- * it sends from its TX buffers without copying (sim_send(NULL)) and
- * consumes RX payload in place (a sink), with 256-entry queues,
- * 256 KiB buf_alloc per connection and Linux 6.1's RX buffers (4 KiB +
- * header; page-sized with MRG_RXBUF). The host side reads and writes one
- * payload per call, as the socketpair baseline does.
+ * Fairness: both sides move every byte with two copies. Socketpair: the
+ * writer's send() copies into the kernel, the reader's recv() copies out.
+ * Device, guest to host: the simulated guest sends from its TX buffers
+ * without copying (sim_send(NULL): only the 44-byte header is written), the
+ * device sendmsg()s from guest memory (copy 1), the host reader recv()s
+ * (copy 2). Host to guest: the host writer send()s (copy 1), the device
+ * readv()s into the guest's RX buffers (copy 2), and the guest consumes the
+ * payload in place (a sink that only counts; RX buffers are reposted as
+ * they are, never cleared or checked in the timed loop). Queues of 256
+ * entries, 256 KiB buf_alloc per connection, Linux 6.1's RX buffers (4 KiB
+ * + header; page-sized with MRG_RXBUF). The host side reads and writes one
+ * payload per call, as the socketpair baseline does. The device side needs
+ * more threads than the baseline (guest sender, device control thread,
+ * RX pump, the simulated driver's interrupt thread, host reader/writer): on
+ * a machine with few cores that is part of what is measured.
  *
- * Usage: vsock_bench [--quick] [--json FILE] [--conn-buf BYTES]
- *   --quick   short single runs (a smoke test; figures are not meaningful)
- * Each figure is the median of 3 runs of 0.6 s (after 0.15 s of warm-up),
- * each with a fresh device and driver, alternated with the socketpair runs
- * of the same case so that both see the same machine load.
- *   --json    write every figure to FILE
- *   --conn-buf  the device's per-connection buffer (buf_alloc it advertises);
- *             default: the device's own default
- * Columns: direction, streams, RX pump threads (0: the device default), payload
- * bytes per call, MRG_RXBUF; device GB/s and M messages/s; the socketpair's;
- * the ratio device / socketpair.
+ * Method: each case runs --reps rounds; a round is one socketpair run and
+ * one device run back to back (the order alternates between rounds), each
+ * with fresh sockets, device and driver, --warmup s then --duration s
+ * measured. The ratio of a round is device / socketpair of that round, so
+ * a load change slower than a round cancels out; the reported ratio is the
+ * median of the rounds' ratios, with their min and max. GB/s figures are
+ * the medians of each side's runs. CPU columns: CPU time of the whole
+ * process (all threads, user + system) per payload byte during the window,
+ * which swings less than wall-clock throughput on a loaded machine.
+ *
+ * Usage: vsock_bench [options]
+ *   --quick          short single rounds (a smoke test; figures meaningless)
+ *   --json FILE      write every figure to FILE
+ *   --conn-buf B     the device's per-connection buffer (buf_alloc it
+ *                    advertises); default: the device's own default
+ *   --reps N         rounds per case (default 5, at most 15)
+ *   --duration S     measured seconds per run (default 0.5)
+ *   --warmup S       seconds before measuring (default 0.15)
+ *   --dir g2h|h2g, --payload B, --mrg 0|1, --streams N, --threads N
+ *                    run only the matching cases
+ *   --device-only    skip the socketpair runs (for profilers: callgrind)
+ *   --verbose        per run: device counters and context switches per MiB
+ * Columns: direction, streams, RX pump threads (0: the device default),
+ * payload bytes per call, MRG_RXBUF; device GB/s and M messages/s; the
+ * socketpair's; the median ratio device / socketpair [min, max]; CPU ns
+ * per KiB, device and socketpair.
  * Exit status 0 when every case ran; throughput is reported, never judged.
  */
 #include <errno.h>
@@ -34,7 +58,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "host_peer.h"
@@ -42,6 +68,7 @@
 
 #define PORT 5201
 #define MAX_STREAMS 8
+#define MAX_REPS 15
 
 enum dir { G2H, H2G };
 
@@ -62,17 +89,29 @@ struct run {
 	volatile int stop;
 };
 
+/* What one measured window saw. */
+struct sample {
+	double bps; /* payload bytes per second; < 0: the run failed */
+	double cpu_ns_per_kib; /* process CPU time per KiB moved */
+	double csw_per_mib; /* context switches (voluntary + not) per MiB */
+	uint64_t bytes;
+	struct vsock_dev_counters dc; /* device runs: counter deltas */
+};
+
 struct result {
 	const char *dir;
 	unsigned int streams, rx_threads;
 	size_t payload;
 	int mrg;
-	double gbps, msgs, sp_gbps, sp_msgs, ratio;
+	double gbps, msgs, sp_gbps, sp_msgs, ratio, ratio_min, ratio_max;
+	double cpu, sp_cpu; /* CPU ns per KiB, medians */
 	int ok;
 };
 
-static double g_duration = 0.6, g_warmup = 0.15;
+static double g_duration = 0.5, g_warmup = 0.15;
 static uint32_t g_conn_buf; /* --conn-buf: device buf_alloc per connection, 0: default */
+static int g_reps = 5;
+static int g_device_only, g_verbose;
 
 static double now_s(void)
 {
@@ -149,10 +188,11 @@ static void *guest_sender(void *arg)
 
 static void sink(void *opaque, const struct iovec *iov, int iovcnt, size_t len, uint32_t flags)
 {
+	(void)iov;
+	(void)iovcnt;
+	(void)flags;
 	add_bytes(opaque, len);
 }
-
-static int g_reps = 3;
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -161,19 +201,63 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Warm up, then measure bytes over g_duration. Return: bytes/s. */
-static double measure(struct run *r)
+static double cpu_s(void)
 {
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+static long csw(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
+static void ctr_delta(struct vsock_dev_counters *d, const struct vsock_dev_counters *a,
+		      const struct vsock_dev_counters *b)
+{
+	d->tx_pkts = b->tx_pkts - a->tx_pkts;
+	d->tx_bytes = b->tx_bytes - a->tx_bytes;
+	d->rx_pkts = b->rx_pkts - a->rx_pkts;
+	d->rx_bytes = b->rx_bytes - a->rx_bytes;
+	d->kicks = b->kicks - a->kicks;
+	d->irqs_sent = b->irqs_sent - a->irqs_sent;
+	d->irqs_suppressed = b->irqs_suppressed - a->irqs_suppressed;
+}
+
+/* Warm up, then measure over g_duration. @dev: device counters, or NULL. */
+static void measure(struct run *r, struct vsock_dev *dev, struct sample *out)
+{
+	struct vsock_dev_counters c0, c1;
+	double t0, t1, u0, u1;
 	uint64_t b0, b1;
-	double t0, t1;
+	long w0, w1;
 
 	usleep((useconds_t)(g_warmup * 1e6));
+	if (dev)
+		vsock_dev_get_counters(dev, &c0);
 	b0 = total_bytes(r);
+	u0 = cpu_s();
+	w0 = csw();
 	t0 = now_s();
 	usleep((useconds_t)(g_duration * 1e6));
 	b1 = total_bytes(r);
 	t1 = now_s();
-	return (double)(b1 - b0) / (t1 - t0);
+	u1 = cpu_s();
+	w1 = csw();
+	if (dev) {
+		vsock_dev_get_counters(dev, &c1);
+		ctr_delta(&out->dc, &c0, &c1);
+	}
+	out->bytes = b1 - b0;
+	out->bps = (double)(b1 - b0) / (t1 - t0);
+	out->cpu_ns_per_kib = b1 > b0 ? (u1 - u0) * 1e9 * 1024.0 / (double)(b1 - b0) : 0;
+	out->csw_per_mib = b1 > b0 ? (double)(w1 - w0) * 1048576.0 / (double)(b1 - b0) : 0;
 }
 
 static struct targ g_args[MAX_STREAMS][2];
@@ -197,42 +281,45 @@ static void join_all(struct run *r)
 			pthread_join(r->s[i].t[k], NULL);
 }
 
-/* Plain AF_UNIX socketpairs moving @payload one way. Return: bytes/s or -1. */
-static double run_socketpair_once(unsigned int nstreams, size_t payload)
+/* Plain AF_UNIX socketpairs moving @payload one way. out->bps < 0 on failure. */
+static void run_socketpair_once(unsigned int nstreams, size_t payload, struct sample *out)
 {
 	struct run r;
 	unsigned int i;
-	double bps;
 	int sv[2];
 
 	memset(&r, 0, sizeof(r));
-	r.nstreams = nstreams;
+	memset(out, 0, sizeof(*out));
+	out->bps = -1;
 	for (i = 0; i < nstreams; i++) {
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-			return -1;
+			goto stop;
+		r.nstreams++;
 		r.s[i].payload = payload;
 		r.s[i].fd = sv[0];
 		r.s[i].fd2 = sv[1];
+	}
+	for (i = 0; i < nstreams; i++) {
 		start(&r, i, reader);
 		start(&r, i, writer);
 	}
-	bps = measure(&r);
+	measure(&r, NULL, out);
+stop:
 	r.stop = 1;
-	for (i = 0; i < nstreams; i++) {
+	for (i = 0; i < r.nstreams; i++) {
 		shutdown(r.s[i].fd, SHUT_RDWR);
 		shutdown(r.s[i].fd2, SHUT_RDWR);
 	}
 	join_all(&r);
-	for (i = 0; i < nstreams; i++) {
+	for (i = 0; i < r.nstreams; i++) {
 		close(r.s[i].fd);
 		close(r.s[i].fd2);
 	}
-	return bps;
 }
 
-/* Device path. Return: bytes/s, or -1 on a set-up failure. */
-static double run_device_once(enum dir dir, unsigned int nstreams, size_t payload, int mrg,
-			      unsigned int rx_threads)
+/* Device path. out->bps < 0 on a set-up failure. */
+static void run_device_once(enum dir dir, unsigned int nstreams, size_t payload, int mrg,
+			    unsigned int rx_threads, struct sample *out)
 {
 	struct sim_drv_config dc = { 0 };
 	struct vsock_dev_config vc = { 0 };
@@ -240,12 +327,13 @@ static double run_device_once(enum dir dir, unsigned int nstreams, size_t payloa
 	struct sim_drv *drv = NULL;
 	char uds[108];
 	struct run r;
-	double bps = -1;
 	unsigned int i;
 	const char *what = NULL;
 	int lfd = -1, rc;
 
 	memset(&r, 0, sizeof(r));
+	memset(out, 0, sizeof(*out));
+	out->bps = -1;
 	hp_tmp_path(uds, sizeof(uds), "bench");
 	rc = sim_drv_create(&dc, &drv);
 	if (rc) {
@@ -273,13 +361,13 @@ static double run_device_once(enum dir dir, unsigned int nstreams, size_t payloa
 		what = "listen";
 		goto out;
 	}
-	r.nstreams = nstreams;
 	for (i = 0; i < nstreams; i++) {
 		struct stream *s = &r.s[i];
 
 		s->dir = dir;
 		s->payload = payload;
-		s->fd2 = -1;
+		s->fd = s->fd2 = -1;
+		r.nstreams++;
 		rc = sim_connect(drv, PORT, VIRTIO_VSOCK_TYPE_STREAM, 5000, &s->c);
 		if (rc) {
 			what = "sim_connect";
@@ -301,43 +389,59 @@ static double run_device_once(enum dir dir, unsigned int nstreams, size_t payloa
 			start(&r, i, writer);
 		}
 	}
-	bps = measure(&r);
+	measure(&r, dev, out);
 stop:
 	r.stop = 1;
-	for (i = 0; i < nstreams; i++)
-		if (r.s[i].fd > 0)
+	for (i = 0; i < r.nstreams; i++)
+		if (r.s[i].fd >= 0)
 			shutdown(r.s[i].fd, SHUT_RDWR);
 	join_all(&r);
-	for (i = 0; i < nstreams; i++) {
+	for (i = 0; i < r.nstreams; i++) {
 		if (r.s[i].c)
 			sim_abort(r.s[i].c);
-		if (r.s[i].fd > 0)
+		if (r.s[i].fd >= 0)
 			close(r.s[i].fd);
 	}
 out:
-	if (what)
+	if (what) {
 		fprintf(stderr, "vsock_bench: %s: %s\n", what, strerror(-rc));
+		out->bps = -1;
+	}
 	if (lfd >= 0)
 		close(lfd);
 	vsock_dev_destroy(dev);
 	sim_drv_destroy(drv);
-	return bps;
 }
 
 static double median(double *v, int n)
 {
 	qsort(v, (size_t)n, sizeof(v[0]), cmp_double);
-	return v[n / 2];
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void print_sample(const char *what, int rep, const struct sample *s)
+{
+	double mib = (double)s->bytes / 1048576.0;
+
+	printf("  # %-10s round %d: %7.3f GB/s, %6.0f CPU ns/KiB, %7.1f csw/MiB", what, rep,
+	       s->bps / 1e9, s->cpu_ns_per_kib, s->csw_per_mib);
+	if (mib > 0 && (s->dc.tx_pkts || s->dc.rx_pkts))
+		printf(", per MiB: tx %.1f rx %.1f pkts, %.1f kicks, %.1f irqs (%.1f suppressed)",
+		       (double)s->dc.tx_pkts / mib, (double)s->dc.rx_pkts / mib,
+		       (double)s->dc.kicks / mib, (double)s->dc.irqs_sent / mib,
+		       (double)s->dc.irqs_suppressed / mib);
+	printf("\n");
 }
 
 /*
- * One case: g_reps rounds of (socketpair run, device run), alternated so
- * that both see the same machine load; the figures are the medians.
+ * One case: g_reps rounds of one socketpair run and one device run, back to
+ * back, alternating which goes first; the ratio is taken within each round.
  */
 static void run_case(struct result *x, enum dir dir, unsigned int nstreams, size_t payload, int mrg,
 		     unsigned int rx_threads)
 {
-	double sp[5], dv[5];
+	double sp[MAX_REPS], dv[MAX_REPS], rt[MAX_REPS], spc[MAX_REPS], dvc[MAX_REPS];
+	struct sample a, b;
 	int i;
 
 	*x = (struct result){ .dir = dir == H2G ? "h2g" : "g2h",
@@ -347,14 +451,28 @@ static void run_case(struct result *x, enum dir dir, unsigned int nstreams, size
 			      .mrg = mrg,
 			      .ok = 1 };
 	for (i = 0; i < g_reps; i++) {
-		sp[i] = run_socketpair_once(nstreams, payload);
-		dv[i] = run_device_once(dir, nstreams, payload, mrg, rx_threads);
-		if (sp[i] < 0 || dv[i] < 0) {
+		memset(&a, 0, sizeof(a));
+		if (i % 2 == 0 && !g_device_only)
+			run_socketpair_once(nstreams, payload, &a);
+		run_device_once(dir, nstreams, payload, mrg, rx_threads, &b);
+		if (i % 2 == 1 && !g_device_only)
+			run_socketpair_once(nstreams, payload, &a);
+		if (g_verbose) {
+			if (!g_device_only)
+				print_sample("socketpair", i, &a);
+			print_sample("device", i, &b);
+		}
+		if ((!g_device_only && a.bps < 0) || b.bps < 0) {
 			fprintf(stderr,
 				"vsock_bench: %s %zu B: socketpair %.0f B/s, device %.0f B/s\n",
-				x->dir, payload, sp[i], dv[i]);
+				x->dir, payload, a.bps, b.bps);
 			x->ok = 0;
 		}
+		sp[i] = a.bps;
+		dv[i] = b.bps;
+		spc[i] = a.cpu_ns_per_kib;
+		dvc[i] = b.cpu_ns_per_kib;
+		rt[i] = a.bps > 0 ? b.bps / a.bps : 0;
 	}
 	if (!x->ok)
 		return;
@@ -362,14 +480,19 @@ static void run_case(struct result *x, enum dir dir, unsigned int nstreams, size
 	x->gbps = median(dv, g_reps) / 1e9;
 	x->sp_msgs = x->sp_gbps * 1e9 / (double)payload;
 	x->msgs = x->gbps * 1e9 / (double)payload;
-	x->ratio = x->sp_gbps > 0 ? x->gbps / x->sp_gbps : 0;
+	x->ratio = median(rt, g_reps); /* sorts rt */
+	x->ratio_min = rt[0];
+	x->ratio_max = rt[g_reps - 1];
+	x->cpu = median(dvc, g_reps);
+	x->sp_cpu = median(spc, g_reps);
 }
 
 static void print_row(const struct result *x)
 {
-	printf("%-4s %2u %2u %7zu %-3s | %7.3f %8.3f | %7.3f %8.3f | %5.2fx%s\n", x->dir,
-	       x->streams, x->rx_threads, x->payload, x->mrg ? "yes" : "no", x->gbps, x->msgs / 1e6,
-	       x->sp_gbps, x->sp_msgs / 1e6, x->ratio, x->ok ? "" : "  FAILED");
+	printf("%-4s %2u %2u %7zu %-3s | %6.3f %8.4f | %6.3f %8.4f | %5.2fx [%4.2f %4.2f] | %6.0f %6.0f%s\n",
+	       x->dir, x->streams, x->rx_threads, x->payload, x->mrg ? "yes" : "no", x->gbps,
+	       x->msgs / 1e6, x->sp_gbps, x->sp_msgs / 1e6, x->ratio, x->ratio_min, x->ratio_max,
+	       x->cpu, x->sp_cpu, x->ok ? "" : "  FAILED");
 	fflush(stdout);
 }
 
@@ -382,7 +505,10 @@ static int write_json(const char *path, const struct result *res, unsigned int n
 		return -errno;
 	fprintf(f, "{\n  \"bench\": \"vsock_bench\",\n  \"quick\": %s,\n",
 		quick ? "true" : "false");
-	fprintf(f, "  \"duration_s\": %.3f,\n  \"repetitions\": %d,\n", g_duration, g_reps);
+	fprintf(f, "  \"duration_s\": %.3f,\n  \"warmup_s\": %.3f,\n  \"repetitions\": %d,\n",
+		g_duration, g_warmup, g_reps);
+	fprintf(f,
+		"  \"ratio\": \"median over rounds of device/socketpair measured back to back\",\n");
 	fprintf(f, "  \"conn_buf_size\": %u,\n  \"results\": [\n", g_conn_buf);
 	for (i = 0; i < n; i++) {
 		const struct result *x = &res[i];
@@ -391,34 +517,78 @@ static int write_json(const char *path, const struct result *res, unsigned int n
 			"    {\"dir\": \"%s\", \"streams\": %u, \"rx_threads\": %u, "
 			"\"payload\": %zu, \"mrg_rxbuf\": %s, \"gbps\": %.6f, \"msgs_per_s\": %.1f, "
 			"\"socketpair_gbps\": %.6f, \"socketpair_msgs_per_s\": %.1f, "
-			"\"ratio\": %.4f, \"ok\": %s}%s\n",
+			"\"ratio\": %.4f, \"ratio_min\": %.4f, \"ratio_max\": %.4f, "
+			"\"cpu_ns_per_kib\": %.1f, \"socketpair_cpu_ns_per_kib\": %.1f, \"ok\": %s}%s\n",
 			x->dir, x->streams, x->rx_threads, x->payload, x->mrg ? "true" : "false",
-			x->gbps, x->msgs, x->sp_gbps, x->sp_msgs, x->ratio,
-			x->ok ? "true" : "false", i + 1 < n ? "," : "");
+			x->gbps, x->msgs, x->sp_gbps, x->sp_msgs, x->ratio, x->ratio_min,
+			x->ratio_max, x->cpu, x->sp_cpu, x->ok ? "true" : "false",
+			i + 1 < n ? "," : "");
 	}
 	fprintf(f, "  ]\n}\n");
 	return fclose(f) ? -errno : 0;
+}
+
+static void usage(const char *argv0)
+{
+	fprintf(stderr,
+		"usage: %s [--quick] [--json FILE] [--conn-buf BYTES] [--reps N]\n"
+		"       [--duration S] [--warmup S] [--dir g2h|h2g] [--payload B] [--mrg 0|1]\n"
+		"       [--streams N] [--threads N] [--device-only] [--verbose]\n",
+		argv0);
 }
 
 int main(int argc, char **argv)
 {
 	static const size_t payloads[] = { 256, 4096, 65536 };
 	static const unsigned int threads[] = { 1, 2, 4 };
+	long f_dir = -1, f_payload = -1, f_mrg = -1, f_streams = -1, f_threads = -1;
 	struct result res[32];
 	const char *json = NULL;
 	unsigned int n = 0, i, d, m;
 	int quick = 0, failed = 0;
 
 	for (i = 1; i < (unsigned int)argc; i++) {
-		if (!strcmp(argv[i], "--quick")) {
+		const char *a = argv[i], *v;
+
+		if (!strcmp(a, "--quick")) {
 			quick = 1;
-		} else if (!strcmp(argv[i], "--json") && i + 1 < (unsigned int)argc) {
-			json = argv[++i];
-		} else if (!strcmp(argv[i], "--conn-buf") && i + 1 < (unsigned int)argc) {
-			g_conn_buf = (uint32_t)strtoul(argv[++i], NULL, 0);
+			continue;
+		}
+		if (!strcmp(a, "--device-only")) {
+			g_device_only = 1;
+			continue;
+		}
+		if (!strcmp(a, "--verbose")) {
+			g_verbose = 1;
+			continue;
+		}
+		if (i + 1 >= (unsigned int)argc) {
+			usage(argv[0]);
+			return 2;
+		}
+		v = argv[++i];
+		if (!strcmp(a, "--json")) {
+			json = v;
+		} else if (!strcmp(a, "--conn-buf")) {
+			g_conn_buf = (uint32_t)strtoul(v, NULL, 0);
+		} else if (!strcmp(a, "--reps")) {
+			g_reps = atoi(v);
+		} else if (!strcmp(a, "--duration")) {
+			g_duration = atof(v);
+		} else if (!strcmp(a, "--warmup")) {
+			g_warmup = atof(v);
+		} else if (!strcmp(a, "--dir")) {
+			f_dir = !strcmp(v, "h2g") ? H2G : !strcmp(v, "g2h") ? G2H : -2;
+		} else if (!strcmp(a, "--payload")) {
+			f_payload = strtol(v, NULL, 0);
+		} else if (!strcmp(a, "--mrg")) {
+			f_mrg = strtol(v, NULL, 0);
+		} else if (!strcmp(a, "--streams")) {
+			f_streams = strtol(v, NULL, 0);
+		} else if (!strcmp(a, "--threads")) {
+			f_threads = strtol(v, NULL, 0);
 		} else {
-			fprintf(stderr, "usage: %s [--quick] [--json FILE] [--conn-buf BYTES]\n",
-				argv[0]);
+			usage(argv[0]);
 			return 2;
 		}
 	}
@@ -427,15 +597,29 @@ int main(int argc, char **argv)
 		g_warmup = 0.03;
 		g_reps = 1;
 	}
-	printf("dir  st th payload mrg |    GB/s   Mmsg/s | sp GB/s sp Mmsg/s | ratio\n");
+	if (g_reps < 1 || g_reps > MAX_REPS || g_duration <= 0 || g_warmup < 0 || f_dir == -2) {
+		usage(argv[0]);
+		return 2;
+	}
+	printf("dir  st th payload mrg |   GB/s   Mmsg/s | spGB/s sp Mmsg/s | ratio [min  max ] | "
+	       "CPU ns/KiB dev sp\n");
 	for (d = 0; d < 2; d++)
 		for (i = 0; i < 3; i++)
 			for (m = 0; m < 2; m++) {
+				if ((f_dir >= 0 && f_dir != (long)d) ||
+				    (f_payload >= 0 && f_payload != (long)payloads[i]) ||
+				    (f_mrg >= 0 && f_mrg != (long)m) ||
+				    (f_streams >= 0 && f_streams != 1) || f_threads >= 0)
+					continue;
 				run_case(&res[n], d ? H2G : G2H, 1, payloads[i], (int)m, 0);
 				failed |= !res[n].ok;
 				print_row(&res[n++]);
 			}
 	for (i = 0; i < 3; i++) {
+		if ((f_dir >= 0 && f_dir != H2G) || (f_payload >= 0 && f_payload != 65536) ||
+		    (f_mrg >= 0 && f_mrg != 1) || (f_streams >= 0 && f_streams != 8) ||
+		    (f_threads >= 0 && f_threads != (long)threads[i]))
+			continue;
 		run_case(&res[n], H2G, 8, 65536, 1, threads[i]);
 		failed |= !res[n].ok;
 		print_row(&res[n++]);
