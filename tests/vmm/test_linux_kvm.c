@@ -15,6 +15,8 @@
  * PVM machines ring 0 is emulated: this takes minutes; on VT-x/AMD-V, seconds.
  * Without user space the kernel would panic right after DRIVER_OK ("No
  * working init found"); rootdelay=60 keeps it alive, idle, for the CONNECT.
+ * pty.legacy_count=0 skips creating 256 legacy ptys, which is 57% of the
+ * boot when ring 0 is emulated (initcall_debug: pty_init 38.9 s of 68 s).
  */
 #include <check.h>
 #include <errno.h>
@@ -34,6 +36,7 @@
 
 static const char cmdline[] =
 	"console=ttyS0 quiet reboot=k panic=-1 lpj=1000000 no_timer_check tsc=reliable rootdelay=60 "
+	"pty.legacy_count=0 "
 	"noxsave clearcpuid=cx16,smap,smep,rdrand,rdseed,fsgsbase,pku,umip,invpcid,pcid,"
 	"avx512f,avx2,avx,popcnt,bmi1,bmi2,erms,fsrm,movbe,sse4_2,sse4_1,ssse3,aes";
 
