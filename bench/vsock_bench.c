@@ -112,6 +112,7 @@ static double g_duration = 0.5, g_warmup = 0.15;
 static uint32_t g_conn_buf; /* --conn-buf: device buf_alloc per connection, 0: default */
 static int g_reps = 5;
 static int g_device_only, g_verbose;
+static int g_lifo = 1; /* --cold-bufs clears it */
 
 static double now_s(void)
 {
@@ -147,6 +148,7 @@ static void *reader(void *arg)
 	struct targ *a = arg;
 	uint8_t *buf = malloc(a->s->payload);
 
+	pthread_setname_np(pthread_self(), "host-read");
 	while (buf && !a->r->stop) {
 		ssize_t n = recv(a->s->fd, buf, a->s->payload, 0);
 
@@ -165,6 +167,7 @@ static void *writer(void *arg)
 	uint8_t *buf = calloc(1, a->s->payload);
 	int fd = a->s->fd2 >= 0 ? a->s->fd2 : a->s->fd;
 
+	pthread_setname_np(pthread_self(), "host-write");
 	while (buf && !a->r->stop) {
 		ssize_t n = send(fd, buf, a->s->payload, MSG_NOSIGNAL);
 
@@ -180,6 +183,7 @@ static void *guest_sender(void *arg)
 {
 	struct targ *a = arg;
 
+	pthread_setname_np(pthread_self(), "guest-send");
 	while (!a->r->stop)
 		if (sim_send(a->s->c, NULL, a->s->payload, 2000) < 0)
 			break;
@@ -335,6 +339,7 @@ static void run_device_once(enum dir dir, unsigned int nstreams, size_t payload,
 	memset(out, 0, sizeof(*out));
 	out->bps = -1;
 	hp_tmp_path(uds, sizeof(uds), "bench");
+	dc.lifo_descs = g_lifo;
 	rc = sim_drv_create(&dc, &drv);
 	if (rc) {
 		what = "sim_drv_create";
@@ -401,6 +406,17 @@ stop:
 			sim_abort(r.s[i].c);
 		if (r.s[i].fd >= 0)
 			close(r.s[i].fd);
+	}
+	if (g_verbose) {
+		struct vsock_dev_counters t;
+
+		/* Totals since create, warm-up included: for instruction counts per byte. */
+		vsock_dev_get_counters(dev, &t);
+		printf("  # device totals: tx %llu pkts %llu bytes, rx %llu pkts %llu bytes, "
+		       "%llu kicks, %llu irqs\n",
+		       (unsigned long long)t.tx_pkts, (unsigned long long)t.tx_bytes,
+		       (unsigned long long)t.rx_pkts, (unsigned long long)t.rx_bytes,
+		       (unsigned long long)t.kicks, (unsigned long long)t.irqs_sent);
 	}
 out:
 	if (what) {
@@ -560,6 +576,10 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(a, "--verbose")) {
 			g_verbose = 1;
+			continue;
+		}
+		if (!strcmp(a, "--cold-bufs")) {
+			g_lifo = 0;
 			continue;
 		}
 		if (i + 1 >= (unsigned int)argc) {

@@ -240,7 +240,12 @@ static void vq_free_desc(struct sim_vq *vq, uint16_t d)
 {
 	unsigned int tail = (vq->free_head + vq->free_cnt) & (vq->num - 1u);
 
-	vq->free_ring[tail] = d;
+	if (vq->lifo) {
+		vq->free_head = (uint16_t)((vq->free_head - 1u) & (vq->num - 1u));
+		vq->free_ring[vq->free_head] = d;
+	} else {
+		vq->free_ring[tail] = d;
+	}
 	vq->free_cnt++;
 }
 
@@ -249,8 +254,9 @@ static void vq_free_chain(struct sim_vq *vq, uint16_t head)
 	struct sim_chain *ch = &vq->chains[head];
 	unsigned int i;
 
+	/* LIFO: free the head last so that it is the next head again. */
 	for (i = 0; i < ch->ndesc; i++)
-		vq_free_desc(vq, ch->descs[i]);
+		vq_free_desc(vq, ch->descs[vq->lifo ? ch->ndesc - 1 - i : i]);
 	ch->ndesc = 0;
 	ch->kind = SIM_CH_FREE;
 	ch->done = false;
@@ -1138,6 +1144,7 @@ static void *service_thread(void *arg)
 	struct pollfd p[VSOCK_VQ_NUM + 1];
 	unsigned int q;
 
+	pthread_setname_np(pthread_self(), "sim-drv");
 	for (q = 0; q < VSOCK_VQ_NUM; q++)
 		p[q] = (struct pollfd){ .fd = drv->vq[q].irq_fd, .events = POLLIN };
 	p[VSOCK_VQ_NUM] = (struct pollfd){ .fd = drv->wake_fd, .events = POLLIN };
@@ -1333,6 +1340,7 @@ int sim_drv_create(const struct sim_drv_config *cfg, struct sim_drv **out)
 		rc = alloc_vq(vq, num, sl, (uint32_t)ss);
 		if (rc)
 			goto err;
+		vq->lifo = drv->cfg.lifo_descs;
 		vq->desc = (struct vring_desc *)(drv->lin + vq->desc_lin);
 		vq->avail = (struct vring_avail *)(drv->lin + vq->avail_lin);
 		vq->used = (struct vring_used *)(drv->lin + vq->used_lin);

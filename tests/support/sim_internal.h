@@ -58,6 +58,7 @@ struct sim_vq {
 	int kick_fd; /* eventfd: driver -> device */
 	int irq_fd; /* eventfd: device (or notify callback) -> service thread */
 	bool suppress; /* interrupts suppressed by the test */
+	bool lifo; /* cfg.lifo_descs: free descriptors are a stack */
 	bool ready;
 };
 

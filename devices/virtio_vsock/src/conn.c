@@ -13,6 +13,26 @@
 
 #define SQ_NONE UINT32_MAX
 
+/*
+ * Let the host socket hold the whole window we advertise to the guest
+ * (buf_alloc), so that a host reader keeping up takes every packet straight
+ * from guest memory: with the default send buffer (about 208 KiB of skb
+ * memory) a 256 KiB window of 64 KiB packets often ends in a partial
+ * sendmsg(), and the rest is then copied into the backlog and written later
+ * on EPOLLOUT by the pump (an extra copy and two extra wake-ups). Only
+ * raised, never lowered; the kernel doubles the value and caps it at
+ * net.core.wmem_max. Best effort: a failure only costs speed.
+ */
+static void host_sndbuf(int fd, uint32_t buf_alloc)
+{
+	int cur = 0, want = buf_alloc > INT32_MAX / 2 ? INT32_MAX / 2 : (int)buf_alloc;
+	socklen_t len = sizeof(cur);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &cur, &len) || cur >= 2 * want)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
+}
+
 struct conn *conn_new(struct vsock_dev *dev, int fd, uint16_t type, uint32_t local_port,
 		      uint32_t peer_port, const struct virtio_vsock_hdr *req)
 {
@@ -33,6 +53,7 @@ struct conn *conn_new(struct vsock_dev *dev, int fd, uint16_t type, uint32_t loc
 	c->buf_alloc = dev->cfg.conn_buf_size;
 	c->sq_open = SQ_NONE;
 	c->pump = &dev->pumps[(local_port * 31u + peer_port) % dev->n_pumps];
+	host_sndbuf(fd, c->buf_alloc);
 	if (req) {
 		c->state = CONN_ESTABLISHED;
 		c->pending = PEND_RESPONSE;

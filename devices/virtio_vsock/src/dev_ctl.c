@@ -447,6 +447,8 @@ static void *ctl_main(void *arg)
 	bool tx_more = true;
 	struct epoll_event ev[32];
 
+	pthread_setname_np(pthread_self(), "vsock-ctl");
+
 	while (!atomic_load(&dev->stopping)) {
 		int n, i, timeout = tx_more ? 0 : (poll_mode ? 1 : -1);
 

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -543,7 +544,10 @@ static void *pump_main(void *arg)
 	struct pump *p = arg;
 	struct vsock_dev *dev = p->dev;
 	struct epoll_event ev[64];
+	char name[16];
 
+	snprintf(name, sizeof(name), "vsock-rx%u", p->id);
+	pthread_setname_np(pthread_self(), name);
 	while (!atomic_load(&dev->stopping)) {
 		struct conn *list;
 		bool idle, raw;
