@@ -28,6 +28,8 @@
 # process (reboot -f re-executes it: a reboot test sees two boots in one run).
 # QEMU notes: -M microvm TCG, RAM from memory-backend-memfd share=on (vhost-user needs
 # shared memory); no ACPI, so QEMU adds virtio_mmio.device= to the command line;
+# virtio-mmio.force-legacy=false: microvm's default is the legacy (version 1) transport,
+# without VIRTIO_F_VERSION_1, which a vhost-user vsock back end need not accept;
 # `poweroff -f` only halts a microvm, so the guest uses `reboot -f` and QEMU runs with
 # -no-reboot; reboot=t (triple fault: a microvm has no other reset path) and panic=-1
 # turn a reboot or a panic into an exit; no_timer_check: under TCG on a loaded host the
@@ -102,6 +104,7 @@ qemu)
 	cmd=(qemu-system-x86_64 -M microvm,acpi=off,memory-backend=mem -m "${mem}M"
 		-object "memory-backend-memfd,id=mem,size=${mem}M,share=on"
 		-cpu max -smp 1 -nographic -no-reboot -nodefaults -serial stdio
+		-global virtio-mmio.force-legacy=false
 		-kernel "$kernel" -initrd "$initrd" -append "console=ttyS0 reboot=t panic=-1 no_timer_check $cmdline")
 	[ -n "$vsock" ] && cmd+=(-chardev "socket,id=skiffvsock,path=$vsock"
 		-device vhost-user-vsock-device,chardev=skiffvsock)
