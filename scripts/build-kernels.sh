@@ -12,7 +12,8 @@
 # and <arch>.config merged on top (scripts/kconfig/merge_config.sh) and olddefconfig; every
 # fragment line is checked against the final .config.
 #
-# Layout under $SKIFF_CACHE (default <repo>/.cache), directory kernels/:
+# Layout under $SKIFF_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/skiff, shared by every
+# checkout of the tree: entries are keyed by content, so clones and CI reuse them), kernels/:
 #   src/<srcver>/             the unpacked, untouched tarball (one per source version)
 #   tree/<variant>/           that tree hard-linked (cp -al), plus the variant's patches;
 #                             files a patch touches (now or before) get private copies
@@ -42,7 +43,7 @@ set -euo pipefail
 
 RECIPE=1 # bump when this script changes what it builds
 repo=$(cd "$(dirname "$0")/.." && pwd)
-cache=${SKIFF_CACHE:-$repo/.cache}
+cache=${SKIFF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/skiff}
 kdir=$cache/kernels
 gkp=${SKIFF_PATCHES:-$repo/guest-kernel-patches}
 tarball=${SKIFF_LINUX_TARBALL:-/usr/src/linux-source-6.1.tar.xz}

@@ -7,7 +7,7 @@
 #
 # Which checkpatch.pl: the unpacked linux-source-6.1 tree that
 # scripts/build-kernels.sh keeps in its cache ($SKIFF_CACHE, default
-# REPO/.cache, directory kernels/src/<version>/) if there is one; otherwise a
+# ~/.cache/skiff, directory kernels/src/<version>/) if there is one; otherwise a
 # partial unpack of the tarball into WORKDIR (scripts/, include/ and the
 # top-level files checkpatch.pl looks for, about 10 s; kept for later runs and
 # redone when the tarball changes).
@@ -20,7 +20,7 @@ set -eu
 
 repo=$1
 work=$2
-cache=${SKIFF_CACHE:-$repo/.cache}
+cache=${SKIFF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/skiff}
 tarball=${SKIFF_LINUX_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
 dir=${3:-$repo/guest-kernel-patches/series}
 
