@@ -301,11 +301,87 @@ int conn_flush(struct conn *c)
 	return 0;
 }
 
-/* Guest RW payload of a STREAM connection. Return: 0 or -errno (reset). */
+/*
+ * Write the TX batch of @c (dev->txb.c == c; caller holds c->lock) and empty
+ * it, keeping b->c and its reference. Return: 0, or -errno (the caller resets).
+ */
+static int batch_send(struct conn *c)
+{
+	struct tx_batch *b = &c->dev->txb;
+	uint32_t len = b->len;
+	ssize_t r = 0;
+	int ret = 0;
+
+	if (!len || c->state != CONN_ESTABLISHED)
+		goto out; /* reset meanwhile: the data goes with the connection */
+	if (!c->bl_len) {
+		r = send_iov(c->fd, b->iov, b->n);
+		if (r == -EAGAIN)
+			r = 0;
+		if (r < 0) {
+			ret = (int)r;
+			goto out;
+		}
+		delivered(c, (uint32_t)r);
+	}
+	if ((uint32_t)r < len) {
+		/* Fits: every batched byte was checked against buf_alloc. */
+		if (bl_reserve(c, len - (uint32_t)r)) {
+			ret = -ENOBUFS;
+			goto out;
+		}
+		bl_append_iov(c, b->iov, b->n, (size_t)r, len - (uint32_t)r);
+		pump_set_out(c, true);
+	}
+	conn_maybe_credit(c);
+out:
+	b->n = 0;
+	b->len = 0;
+	return ret;
+}
+
+void conn_tx_flush(struct vsock_dev *dev)
+{
+	struct conn *c = dev->txb.c;
+
+	if (!c)
+		return;
+	pump_defer_wakes();
+	pthread_mutex_lock(&c->lock);
+	if (batch_send(c))
+		conn_reset(c, true); /* EPIPE, ECONNRESET, ENOBUFS: this one only */
+	pthread_mutex_unlock(&c->lock);
+	pump_flush_wakes();
+	dev->txb.c = NULL;
+	conn_put(c);
+}
+
+/*
+ * Guest RW payload of a STREAM connection: added to the TX batch when the
+ * backlog is empty (sent by conn_tx_flush()), else written or queued now.
+ * Return: 0 or -errno (reset).
+ */
 static int rw_stream(struct conn *c, const struct iovec *p, unsigned int n, uint32_t len)
 {
+	struct tx_batch *b = &c->dev->txb;
 	ssize_t r = 0;
+	int ret;
 
+	if (b->c == c && (b->n + n > TXB_IOV || b->len + len > TXB_MAX_BYTES)) {
+		ret = batch_send(c);
+		if (ret)
+			return ret;
+	}
+	if (!c->bl_len && len && (!b->c || b->c == c) && n <= TXB_IOV - b->n) {
+		if (!b->c) {
+			conn_get(c);
+			b->c = c;
+		}
+		memcpy(b->iov + b->n, p, n * sizeof(*p));
+		b->n += n;
+		b->len += len;
+		return 0;
+	}
 	if (!c->bl_len && len) {
 		r = send_iov(c->fd, p, n);
 		if (r == -EAGAIN)
@@ -375,6 +451,7 @@ void conn_handle_tx(struct conn *c, const struct virtio_vsock_hdr *h, const stru
 	uint32_t old_credit;
 	int ret = 0;
 
+	pump_defer_wakes();
 	pthread_mutex_lock(&c->lock);
 	if (c->state == CONN_CLOSED)
 		goto out;
@@ -448,4 +525,5 @@ void conn_handle_tx(struct conn *c, const struct virtio_vsock_hdr *h, const stru
 		conn_schedule(c);
 out:
 	pthread_mutex_unlock(&c->lock);
+	pump_flush_wakes();
 }

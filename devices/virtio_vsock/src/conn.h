@@ -173,6 +173,14 @@ void conn_handle_tx(struct conn *c, const struct virtio_vsock_hdr *h, const stru
 		    unsigned int n_payload);
 
 /*
+ * conn_tx_flush() - write the control thread's pending TX batch
+ * (dev->txb) to its host socket; what the socket does not take goes to the
+ * backlog; a write error resets that connection. Control thread only; takes
+ * the connection's lock. No-op without a batch.
+ */
+void conn_tx_flush(struct vsock_dev *dev);
+
+/*
  * conn_flush() - write the backlog to the host socket (caller holds
  * c->lock). Return: 0, or -errno of a fatal write error (the caller resets).
  */

@@ -37,6 +37,8 @@
 #define RX_SLOT_IOV 64u /* iovecs per RX chain */
 #define RX_BATCH 64u /* RX chains a pump reserves at once */
 #define TX_CHAIN_IOV 1024u
+#define TXB_IOV 1024u /* iovecs of one batched TX sendmsg() (IOV_MAX) */
+#define TXB_MAX_BYTES (256u * 1024u) /* bytes of one batched TX sendmsg() */
 #define DEV_CONNECT_TIMEOUT_MS 2000 /* guest answer to a host-initiated REQUEST */
 #define DEV_CLOSE_TIMEOUT_MS 2000 /* guest RST after our SHUTDOWN RCV|SEND */
 #define DEV_TIMER_TICK_MS 250
@@ -68,6 +70,20 @@ struct pump {
 	struct vring_used_elem done[RX_BATCH * 2];
 	unsigned int done_n;
 	struct conn *zombies; /* retired, reference dropped at the next loop top */
+};
+
+/*
+ * RW payload of consecutive guest packets of one STREAM connection, still in
+ * guest memory, written to the host socket with one sendmsg() when a packet
+ * of another kind or connection comes, when full, and always before the TX
+ * used entries of those packets are published (the guest may reuse the
+ * buffers then). Control thread only.
+ */
+struct tx_batch {
+	struct conn *c; /* holds a reference; NULL: no batch */
+	unsigned int n;
+	uint32_t len;
+	struct iovec iov[TXB_IOV];
 };
 
 struct dev_counters {
@@ -140,6 +156,7 @@ struct vsock_dev {
 	struct vq_chain tx_chain;
 	struct iovec tx_iov[TX_CHAIN_IOV];
 	struct iovec tx_payload[TX_CHAIN_IOV];
+	struct tx_batch txb;
 
 	struct dev_counters ctr;
 };
@@ -172,6 +189,14 @@ void pump_stop(struct pump *p);
 void pump_wake(struct pump *p);
 /* pump_enqueue() - add @c to its pump's work list (takes a reference) and wake it. */
 void pump_enqueue(struct conn *c);
+/*
+ * pump_defer_wakes() / pump_flush_wakes() - around a conn->lock section of
+ * the calling thread: pump_enqueue() then leaves the eventfd write to
+ * pump_flush_wakes(), called after the unlock. A pump woken earlier would
+ * first block on that same conn->lock (a futex sleep and a second wake-up).
+ */
+void pump_defer_wakes(void);
+void pump_flush_wakes(void);
 /* pump_watch() - add @c's fd to its pump's epoll (takes the pump's reference). */
 int pump_watch(struct conn *c);
 /* pump_set_out() - add or remove EPOLLOUT interest for @c (caller holds c->lock). */

@@ -220,6 +220,7 @@ static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
 	e = pkt_parse_tx(ch, dev->cfg.guest_cid, dev_has_feature(dev, VIRTIO_VSOCK_F_SEQPACKET),
 			 &pkt);
 	if (e != PKT_OK) {
+		conn_tx_flush(dev);
 		CTR_ADD(dev, malformed_pkts, 1);
 		/* A bad packet that names a live connection resets that one. */
 		if ((e == PKT_ERR_TYPE || e == PKT_ERR_OP || e == PKT_ERR_LEN) &&
@@ -235,6 +236,9 @@ static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
 	n = iov_slice(ch->iov, ch->n_out, pkt.payload_off, pkt.hdr.len, dev->tx_payload,
 		      TX_CHAIN_IOV);
 	c = mux_lookup(&dev->mux, pkt.hdr.dst_port, pkt.hdr.src_port);
+	/* The batch goes first: it holds earlier bytes, and of one connection only. */
+	if (dev->txb.c && (c != dev->txb.c || pkt.hdr.op != VIRTIO_VSOCK_OP_RW))
+		conn_tx_flush(dev);
 	if (!c) {
 		if (pkt.hdr.op == VIRTIO_VSOCK_OP_REQUEST) {
 			guest_connect(dev, &pkt.hdr);
@@ -250,6 +254,7 @@ static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
 
 static void tx_publish(struct vsock_dev *dev, struct vring_used_elem *used, unsigned int *n)
 {
+	conn_tx_flush(dev); /* the guest may reuse the buffers once they are used */
 	if (!*n)
 		return;
 	vq_push_batch(&dev->txq, used, *n);
@@ -550,6 +555,7 @@ void ctl_stop(struct vsock_dev *dev)
 	(void)r;
 	pthread_join(dev->ctl_thread, NULL);
 	dev->ctl_running = false;
+	conn_tx_flush(dev); /* empty already: process_tx() ends with a flush */
 	/* Kick fds belong to the transport and may change before the next start. */
 	for (q = 0; q < VSOCK_VQ_NUM; q++)
 		if (dev->vring_set[q] && dev->vring[q].kick_fd >= 0)

@@ -55,6 +55,29 @@ static void list_append(struct pump *p, struct conn *c)
 	p->work_tail = c;
 }
 
+/*
+ * Wake-ups held back by this thread while it holds a conn->lock (see
+ * pump_defer_wakes()): at most one pump is remembered; a second one is
+ * woken at once.
+ */
+static __thread bool defer_wakes;
+static __thread struct pump *deferred_wake;
+
+void pump_defer_wakes(void)
+{
+	defer_wakes = true;
+}
+
+void pump_flush_wakes(void)
+{
+	struct pump *p = deferred_wake;
+
+	defer_wakes = false;
+	deferred_wake = NULL;
+	if (p)
+		pump_wake(p);
+}
+
 void pump_enqueue(struct conn *c)
 {
 	struct pump *p = c->pump;
@@ -69,8 +92,15 @@ void pump_enqueue(struct conn *c)
 		p->sleeping = false;
 	}
 	pthread_mutex_unlock(&p->lock);
-	if (wake)
-		pump_wake(p);
+	if (!wake)
+		return;
+	if (defer_wakes) {
+		if (deferred_wake && deferred_wake != p)
+			pump_wake(deferred_wake);
+		deferred_wake = p;
+		return;
+	}
+	pump_wake(p);
 }
 
 int pump_watch(struct conn *c)
