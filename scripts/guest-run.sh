@@ -114,7 +114,7 @@ esac
 
 t0=$(date +%s.%N)
 set +e
-timeout -k 5 "$timeout" "${cmd[@]}" </dev/null 2>&1 | tr -d '\r' | tee "$tmp/console" "${log:-/dev/null}"
+timeout -k 5 "$timeout" "${cmd[@]}" </dev/null 2>&1 | sed -u 's/\r$//' | tee "$tmp/console" "${log:-/dev/null}"
 st=${PIPESTATUS[0]}
 set -e
 secs=$(echo "$(date +%s.%N) - $t0" | bc)
