@@ -652,9 +652,10 @@ int vu_backend_handle_one(struct vu_backend *vb, int sock)
 		return ret;
 	vb->stats.msgs++;
 	if (vb->verbose)
-		fprintf(stderr, "skiff-vsock: <- %s (%u) flags 0x%x size %u fds %u\n",
+		fprintf(stderr, "skiff-vsock: <- %s (%u) flags 0x%x size %u fds %u [%08x %08x]\n",
 			req_name(msg.hdr.request), msg.hdr.request, msg.hdr.flags, msg.hdr.size,
-			msg.nfds);
+			msg.nfds, msg.hdr.size >= 8 ? msg.p.state.index : 0,
+			msg.hdr.size >= 8 ? msg.p.state.num : 0);
 	if ((msg.hdr.flags & VU_FLAG_VERSION_MASK) != VU_VERSION ||
 	    (msg.hdr.flags & VU_FLAG_REPLY)) {
 		vu_err(vb, "bad header flags 0x%x on request %u", msg.hdr.flags, msg.hdr.request);
