@@ -10,6 +10,7 @@
 
 #include "dev.h"
 #include "iov.h"
+#include "rx_chains.h"
 
 #define SQ_NONE UINT32_MAX
 
@@ -129,6 +130,21 @@ void conn_maybe_credit(struct conn *c)
 	if (!untold || c->state != CONN_ESTABLISHED || (c->pending & PEND_CREDIT))
 		return;
 	if (view_free < low) {
+		/*
+		 * On the control thread, with nothing else owed (so the
+		 * RESPONSE went out before), the update goes on the RX queue
+		 * at once: the guest is waiting for it, and the pump hop costs
+		 * two wake-ups per credit window. Else the pump sends it.
+		 */
+		if (!c->pending && ctl_is_current(c->dev)) {
+			struct virtio_vsock_hdr h;
+			uint32_t told = c->g2h_fwd_told;
+
+			conn_fill_hdr(c, &h, VIRTIO_VSOCK_OP_CREDIT_UPDATE, 0, 0);
+			if (!rx_send_hdr_now(c->dev, &h))
+				return;
+			c->g2h_fwd_told = told;
+		}
 		c->pending |= PEND_CREDIT;
 		conn_schedule(c);
 	}

@@ -204,7 +204,12 @@ void conn_schedule(struct conn *c);
 void conn_fill_hdr(struct conn *c, struct virtio_vsock_hdr *h, uint16_t op, uint32_t flags,
 		   uint32_t len);
 
-/* conn_maybe_credit() - schedule a CREDIT_UPDATE when the guest's view got low. */
+/*
+ * conn_maybe_credit() - a CREDIT_UPDATE when the guest's view of our free
+ * space got low (caller holds c->lock): on the control thread, with nothing
+ * else owed, put on the RX queue at once (rx_send_hdr_now()); otherwise
+ * owed (PEND_CREDIT) and sent by the pump.
+ */
 void conn_maybe_credit(struct conn *c);
 
 #endif

@@ -157,6 +157,7 @@ struct vsock_dev {
 	struct iovec tx_iov[TX_CHAIN_IOV];
 	struct iovec tx_payload[TX_CHAIN_IOV];
 	struct tx_batch txb;
+	struct rx_slot ctl_rx; /* rx_send_hdr_now() scratch (control thread) */
 
 	struct dev_counters ctr;
 };
@@ -218,6 +219,8 @@ void rx_return_all(struct vsock_dev *dev, bool give_back);
 void dev_watch_deadline(struct conn *c, unsigned int ms);
 
 /* dev_ctl.c */
+/* ctl_is_current() - whether the calling thread is @dev's control thread. */
+bool ctl_is_current(const struct vsock_dev *dev);
 int ctl_start(struct vsock_dev *dev);
 void ctl_stop(struct vsock_dev *dev);
 void ctl_drop_pending(struct vsock_dev *dev);

@@ -24,6 +24,14 @@
 #define HOST_PORT_MIN (1u << 30)
 #define HOST_PORT_END (1u << 31)
 
+/* The device whose control thread this is (NULL on other threads). */
+static __thread const struct vsock_dev *tls_ctl_dev;
+
+bool ctl_is_current(const struct vsock_dev *dev)
+{
+	return tls_ctl_dev == dev;
+}
+
 void dev_signal(struct vsock_dev *dev, unsigned int q)
 {
 	if (dev->cfg.notify) {
@@ -453,6 +461,7 @@ static void *ctl_main(void *arg)
 	struct epoll_event ev[32];
 
 	pthread_setname_np(pthread_self(), "vsock-ctl");
+	tls_ctl_dev = dev;
 
 	while (!atomic_load(&dev->stopping)) {
 		int n, i, timeout = tx_more ? 0 : (poll_mode ? 1 : -1);

@@ -5,11 +5,13 @@
  * unused ones to a shared pool when it goes idle, and publishes the used
  * entries of a round at once (one interrupt check per round).
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dev.h"
+#include "iov.h"
 #include "rx_chains.h"
 
 struct rx_slot *cache_slot(struct pump *p, unsigned int i)
@@ -186,4 +188,55 @@ void rx_return_all(struct vsock_dev *dev, bool give_back)
 		CTR_ADD(dev, irqs_sent, 1);
 		dev_signal(dev, VSOCK_VQ_RX);
 	}
+}
+
+int rx_send_hdr_now(struct vsock_dev *dev, const struct virtio_vsock_hdr *h)
+{
+	bool mrg = dev_has_feature(dev, VIRTIO_VSOCK_F_MRG_RXBUF);
+	uint32_t hl = mrg ? VSOCK_MRG_HDR_LEN : VSOCK_HDR_LEN;
+	struct rx_slot *s = &dev->ctl_rx;
+	struct virtio_vsock_mrg_hdr m;
+	bool pushed = false, notify = false;
+	unsigned int tries;
+	int ret = -EAGAIN;
+
+	m.hdr = *h;
+	pkt_hdr_to_le(&m.hdr);
+	m.num_buffers = htole16(1);
+	pthread_mutex_lock(&dev->rxq_lock);
+	for (tries = 0; tries < 8; tries++) {
+		int r = 1;
+
+		if (dev->pool_n) {
+			slot_copy(s, &dev->pool[--dev->pool_n]);
+		} else {
+			s->c.iov = s->iov;
+			s->c.cap = RX_SLOT_IOV;
+			r = vq_pop(&dev->rxq, &s->c);
+		}
+		if (r == 0 || r == -EIO)
+			break; /* empty (the pump path asks for a kick), or broken */
+		pushed = true;
+		if (r == 1 && !s->c.n_out && s->c.in_len >= hl) {
+			iov_write(s->c.iov, s->c.n_in, 0, &m, hl);
+			vq_push(&dev->rxq, s->c.head, hl);
+			ret = 0;
+			break;
+		}
+		/* Readable descriptors, too short, or a bad chain: back empty. */
+		CTR_ADD(dev, malformed_pkts, 1);
+		vq_push(&dev->rxq, s->c.head, 0);
+	}
+	if (pushed)
+		notify = vq_need_notify(&dev->rxq);
+	pthread_mutex_unlock(&dev->rxq_lock);
+	if (notify) {
+		CTR_ADD(dev, irqs_sent, 1);
+		dev_signal(dev, VSOCK_VQ_RX);
+	} else if (pushed) {
+		CTR_ADD(dev, irqs_suppressed, 1);
+	}
+	if (!ret)
+		CTR_ADD(dev, rx_pkts, 1);
+	return ret;
 }

@@ -34,4 +34,14 @@ void cache_return(struct pump *p);
 void done_add(struct pump *p, uint16_t head, uint32_t len);
 void done_flush(struct pump *p);
 
+/*
+ * rx_send_hdr_now() - put the header-only packet @h (host order) on the RX
+ * queue at once, from the control thread (a thread without a chain cache):
+ * one chain from the pool or the ring under rxq_lock, published at once,
+ * then at most one interrupt. Unusable chains met on the way are returned
+ * empty and counted as malformed (at most 8). Return: 0; -EAGAIN when no
+ * usable chain is available (the caller leaves the packet to the pump).
+ */
+int rx_send_hdr_now(struct vsock_dev *dev, const struct virtio_vsock_hdr *h);
+
 #endif
