@@ -34,6 +34,10 @@ static void usage(FILE *f)
 	      "  --uds PATH           host Unix socket path\n"
 	      "  --rx-threads N       RX pump threads (default: from the core count)\n"
 	      "  --mrg-rxbuf on|off   offer mergeable RX buffers (default on)\n"
+	      "  --rx-pkt-max BYTES   cap the payload of each host-to-guest RW packet\n"
+	      "                       (1 .. 65536; default: no cap beyond 64 KiB)\n"
+	      "  --conn-buf BYTES     receive buffer advertised per connection (buf_alloc),\n"
+	      "                       4096 .. 64 MiB (default 256 KiB)\n"
 	      "  --verbose            log every vhost-user request\n"
 	      "  --help, --version\n"
 	      "\n"
@@ -104,6 +108,8 @@ int main(int argc, char **argv)
 		{ "uds", required_argument, NULL, 'u' },
 		{ "rx-threads", required_argument, NULL, 'r' },
 		{ "mrg-rxbuf", required_argument, NULL, 'm' },
+		{ "rx-pkt-max", required_argument, NULL, 'p' },
+		{ "conn-buf", required_argument, NULL, 'b' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -135,6 +141,23 @@ int main(int argc, char **argv)
 			break;
 		case 'u':
 			cfg.uds_path = optarg;
+			break;
+		case 'p':
+			if (parse_u64(optarg, VIRTIO_VSOCK_MAX_PKT_BUF_SIZE, &v) || !v) {
+				fprintf(stderr, "skiff-vsock: bad --rx-pkt-max '%s' (1 .. 65536)\n",
+					optarg);
+				return 2;
+			}
+			cfg.rx_pkt_max = (uint32_t)v;
+			break;
+		case 'b':
+			if (parse_u64(optarg, 64u << 20, &v) || v < 4096) {
+				fprintf(stderr,
+					"skiff-vsock: bad --conn-buf '%s' (4096 .. 67108864)\n",
+					optarg);
+				return 2;
+			}
+			cfg.conn_buf_size = (uint32_t)v;
 			break;
 		case 'r':
 			if (parse_u64(optarg, 256, &v)) {
