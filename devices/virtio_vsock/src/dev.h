@@ -63,6 +63,7 @@ struct pump {
 	struct conn *blocked; /* waiting for RX buffers */
 	bool sleeping; /* in epoll_wait with nothing to do */
 	bool starved; /* found no RX buffer; waits for a kick */
+	atomic_bool give_back; /* a starved pump asks for this one's reserved chains */
 
 	/* Owned by the pump thread. */
 	struct rx_slot cache[RX_BATCH]; /* a ring: cache_n slots from cache_first */

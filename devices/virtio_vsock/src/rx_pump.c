@@ -419,6 +419,26 @@ static void retire(struct pump *p, struct conn *c)
 	p->zombies = c;
 }
 
+/*
+ * @p found no RX chain: the other pumps may hold reserved ones while idle
+ * (they keep them, see pump_main()); ask them to return theirs to the pool,
+ * which wakes starved pumps (cache_return()).
+ */
+static void ask_chains(struct pump *p)
+{
+	struct vsock_dev *dev = p->dev;
+	unsigned int i;
+
+	for (i = 0; i < dev->n_pumps; i++) {
+		struct pump *q = &dev->pumps[i];
+
+		if (q == p)
+			continue;
+		atomic_store(&q->give_back, true);
+		pump_wake(q);
+	}
+}
+
 static enum serve_result serve(struct pump *p, struct conn *c)
 {
 	enum serve_result res = SERVE_DONE;
@@ -481,6 +501,7 @@ static enum serve_result serve(struct pump *p, struct conn *c)
 				pthread_mutex_unlock(&p->lock);
 				continue;
 			}
+			ask_chains(p);
 			res = SERVE_BLOCKED;
 			break;
 		}
@@ -524,6 +545,7 @@ static bool serve_raw(struct pump *p)
 				pthread_mutex_unlock(&p->lock);
 				continue;
 			}
+			ask_chains(p);
 			return false;
 		}
 		pthread_mutex_lock(&dev->raw_lock);
@@ -590,7 +612,14 @@ static void *pump_main(void *arg)
 		pthread_mutex_unlock(&p->lock);
 		if (idle) {
 			done_flush(p);
-			cache_return(p);
+			/*
+			 * Keep the reserved chains for the next round unless a
+			 * starved pump asked for them: moving them to the pool
+			 * and back on every idle turn cost more than the rest
+			 * of a small packet's path.
+			 */
+			if (atomic_exchange(&p->give_back, false))
+				cache_return(p);
 			pthread_mutex_lock(&p->lock);
 			idle = !p->work_head;
 			p->sleeping = idle;
