@@ -218,7 +218,9 @@ int vsock_dev_stop(struct vsock_dev *dev, uint16_t last_avail[VSOCK_VQ_NUM]);
  * vsock_dev_reset() - device reset (virtio 1.2 2.1.2, driver wrote 0 to
  * status; or the vhost-user frontend went away). Stops the device, closes
  * every connection's host fd (host peers see EOF/ECONNRESET), drops pending
- * CONNECTs, forgets queues and features. The listener on uds_path stays.
+ * CONNECTs, forgets queues, features and the memory table (call
+ * vsock_dev_set_mem() again before the next start). The listener on uds_path
+ * stays.
  * Return: 0.
  */
 int vsock_dev_reset(struct vsock_dev *dev);
