@@ -9,7 +9,14 @@
  *   - a host "CONNECT <port>\n" to a port nobody listens on in the guest
  *     travels as a REQUEST through the RX queue into the guest's vsock
  *     core, which answers RST through the TX queue: the host connection is
- *     closed without "OK", and the device counted both packets.
+ *     closed without "OK", and the device counted both packets;
+ *   - the test-only boot self-test compiled into the test kernels
+ *     (guest-kernel-patches/test-only/kvm-selftest-0001-*.patch), enabled
+ *     with vsock_selftest.port=SELFTEST_PORT, connects from a kernel socket
+ *     to the host's port: the host (vsock_selftest_peer.c, listening on
+ *     "<uds>_<port>") checks its message byte for byte and answers with the
+ *     payload reversed, which the guest checks; the test needs the host's
+ *     verdict and "vsock_selftest: PASS" on the guest console.
  * The kernel path comes from $SKIFF_LINUX_VMLINUX or build-kernels.sh
  * --print-path; without a kernel the test builds it (cached). On the nested
  * PVM machines ring 0 is emulated: this takes minutes; on VT-x/AMD-V, seconds.
@@ -31,14 +38,20 @@
 
 #include "skiff/vsock_abi.h"
 #include "vmm_test_util.h"
+#include "vsock_selftest_peer.h"
 
-#define BOOT_BUDGET_S 560
+/* Under ctest's TIMEOUT of 540 s, with room to stop the VM and report. */
+#define BOOT_BUDGET_S 500
+#define SELFTEST_PORT 5151
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 static const char cmdline[] =
 	"console=ttyS0 quiet reboot=k panic=-1 lpj=1000000 no_timer_check tsc=reliable rootdelay=60 "
-	"pty.legacy_count=0 "
-	"noxsave clearcpuid=cx16,smap,smep,rdrand,rdseed,fsgsbase,pku,umip,invpcid,pcid,"
-	"avx512f,avx2,avx,popcnt,bmi1,bmi2,erms,fsrm,movbe,sse4_2,sse4_1,ssse3,aes";
+	"pty.legacy_count=0 vsock_selftest.port=" STR(
+		SELFTEST_PORT) " "
+			       "noxsave clearcpuid=cx16,smap,smep,rdrand,rdseed,fsgsbase,pku,umip,invpcid,pcid,"
+			       "avx512f,avx2,avx,popcnt,bmi1,bmi2,erms,fsrm,movbe,sse4_2,sse4_1,ssse3,aes";
 
 static char kernel[4096];
 
@@ -72,6 +85,19 @@ static int find_kernel(void)
 	return access(kernel, R_OK) ? -errno : 0;
 }
 
+/* Whole console log in @buf (NUL-terminated, truncated to @len - 1). */
+static void read_console(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	if (f) {
+		n = fread(buf, 1, len - 1, f);
+		fclose(f);
+	}
+	buf[n] = 0;
+}
+
 static void dump_console(const char *path)
 {
 	char buf[4096];
@@ -90,13 +116,16 @@ START_TEST(linux_vsock_driver_on_skiff)
 {
 	struct skiff_vsock_config vc = { .guest_cid = 3, .rx_threads = 1 };
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char dir[64], uds[128], con[128], buf[64];
+	char dir[64], uds[128], con[128], buf[64], peer_path[160];
+	static char log[1 << 16];
+	struct selftest_peer peer;
 	struct skiff_counters c;
 	struct skiff_exit ex;
 	struct skiff_vm *vm;
 	time_t t0 = time(NULL);
 	struct pollfd p;
 	ssize_t n;
+	bool ended = false, checked;
 	int fd, i;
 
 	ck_assert_msg(find_kernel() == 0, "no guest kernel at '%s'", kernel);
@@ -104,6 +133,9 @@ START_TEST(linux_vsock_driver_on_skiff)
 	snprintf(uds, sizeof(uds), "%s/v.sock", dir);
 	snprintf(con, sizeof(con), "%s/console.log", dir);
 	vc.uds_path = uds;
+	/* Guest connections to host port P go to "<uds>_<P>": listen there first. */
+	snprintf(peer_path, sizeof(peer_path), "%s_%u", uds, SELFTEST_PORT);
+	ck_assert_int_eq(selftest_peer_start(&peer, peer_path, BOOT_BUDGET_S * 1000), 0);
 	ck_assert_int_eq(skiff_vm_create(&vm), 0);
 	ck_assert_int_eq(skiff_vm_set_kernel(vm, kernel, SKIFF_KERNEL_LINUX), 0);
 	ck_assert_int_eq(skiff_vm_set_cmdline(vm, cmdline), 0);
@@ -152,11 +184,48 @@ START_TEST(linux_vsock_driver_on_skiff)
 	ck_assert_uint_ge(c.vsock_tx_pkts, 1); /* its RST came back */
 	ck_assert_uint_eq(c.vsock_malformed_pkts, 0);
 
-	ck_assert_int_eq(skiff_vm_stop(vm), 0);
-	ck_assert_int_eq(skiff_vm_wait(vm, 60000, &ex), 0);
-	ck_assert_int_eq(ex.reason, SKIFF_EXIT_STOPPED);
+	/*
+	 * The guest's self-test (it may run before or after the CONNECT above):
+	 * wait for its verdict on the console, or for the host side to fail.
+	 */
+	while (time(NULL) - t0 < BOOT_BUDGET_S) {
+		read_console(con, log, sizeof(log));
+		if (strstr(log, "vsock_selftest: PASS") || strstr(log, "vsock_selftest: FAIL"))
+			break;
+		if (selftest_peer_flag(&peer.done) && !selftest_peer_flag(&peer.checked))
+			break;
+		if (skiff_vm_wait(vm, 1000, &ex) == 0) {
+			ended = true;
+			read_console(con, log, sizeof(log));
+			break;
+		}
+	}
+	checked = selftest_peer_flag(&peer.checked);
+	fprintf(stderr,
+		"linux-kvm: after %ld s: host checked the message: %s; guest console: %s; "
+		"guest closed its side before the stop: %s\n",
+		(long)(time(NULL) - t0), checked ? "yes" : "no",
+		strstr(log, "vsock_selftest: PASS") ? "PASS" :
+		strstr(log, "vsock_selftest: FAIL") ? "FAIL" :
+						      "no verdict",
+		selftest_peer_flag(&peer.guest_closed) ? "yes" : "no");
+	if (!ended) {
+		ck_assert_int_eq(skiff_vm_stop(vm), 0);
+		ck_assert_int_eq(skiff_vm_wait(vm, 60000, &ex), 0);
+		ck_assert_int_eq(ex.reason, SKIFF_EXIT_STOPPED);
+	}
+	selftest_peer_stop(&peer);
+	if (peer.err || !strstr(log, "vsock_selftest: PASS"))
+		dump_console(con);
+	ck_assert_msg(checked && peer.err == 0, "host side of the self-test: %s", peer.why);
+	ck_assert_msg(strstr(log, "vsock_selftest: PASS"),
+		      "no 'vsock_selftest: PASS' on the console");
+	ck_assert_ptr_null(strstr(log, "vsock_selftest: FAIL"));
+	ck_assert_msg(!ended, "guest ended (%s) before the test stopped it",
+		      skiff_exit_reason_name(ex.reason));
 	skiff_vm_destroy(vm);
 	unlink(con);
+	unlink(peer_path);
 	rmdir(dir);
 }
 END_TEST
@@ -170,7 +239,7 @@ int main(void)
 
 	if (!kvm_present())
 		return SKIP_CODE;
-	tcase_set_timeout(tc, 590);
+	tcase_set_timeout(tc, 540);
 	tcase_add_test(tc, linux_vsock_driver_on_skiff);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
