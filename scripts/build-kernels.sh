@@ -43,7 +43,7 @@ set -euo pipefail
 
 RECIPE=1 # bump when this script changes what it builds
 repo=$(cd "$(dirname "$0")/.." && pwd)
-cache=${SKIFF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/skiff}
+cache=${SKIFF_CACHE:-${XDG_CACHE_HOME:-${HOME:-$repo}/.cache}/skiff}
 kdir=$cache/kernels
 gkp=${SKIFF_PATCHES:-$repo/guest-kernel-patches}
 tarball=${SKIFF_LINUX_TARBALL:-/usr/src/linux-source-6.1.tar.xz}

@@ -20,7 +20,7 @@ set -eu
 
 repo=$1
 work=$2
-cache=${SKIFF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/skiff}
+cache=${SKIFF_CACHE:-${XDG_CACHE_HOME:-${HOME:-$repo}/.cache}/skiff}
 tarball=${SKIFF_LINUX_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
 dir=${3:-$repo/guest-kernel-patches/series}
 
