@@ -163,10 +163,11 @@ START_TEST(stale_socket_replaced_live_refused)
 	/* A second device on the same live path is refused. */
 	ck_assert_int_eq(vsock_dev_create(&cfg, &dev2), -EADDRINUSE);
 	vsock_dev_destroy(dev);
-	/* A regular file is not ours to delete. */
+	/* A regular file is not ours to delete, and not a listener either. */
 	fd = open(path, O_CREAT | O_WRONLY, 0600);
 	close(fd);
-	ck_assert_int_eq(vsock_dev_create(&cfg, &dev), -EADDRINUSE);
+	ck_assert_int_eq(vsock_dev_create(&cfg, &dev), -ENOTSOCK);
+	ck_assert_int_eq(access(path, F_OK), 0);
 	unlink(path);
 }
 END_TEST

@@ -432,9 +432,15 @@ static int cmd_run(int argc, char **argv)
 				"skiff: cannot start the VM: another process listens on the vsock "
 				"uds path (%s); stop it or choose another uds=PATH\n",
 				ex.message);
+		else if (err == -ENOTSOCK)
+			fprintf(stderr,
+				"skiff: cannot start the VM: the vsock uds path exists and is not a "
+				"socket (%s); remove it or choose another uds=PATH\n",
+				ex.message);
 		else
 			fprintf(stderr, "skiff: cannot start the VM: %s\n", ex.message);
-		status = (err == -E2BIG || err == -ENOEXEC || err == -EADDRINUSE) ?
+		status = (err == -E2BIG || err == -ENOEXEC || err == -EADDRINUSE ||
+			  err == -ENOTSOCK) ?
 				 SKIFF_STATUS_USAGE :
 				 SKIFF_STATUS_VMM_ERROR;
 		goto out;

@@ -109,6 +109,7 @@ struct conn {
 	struct conn *timed_next; /* dev->timed_lock */
 	bool on_timed; /* dev->timed_lock */
 	int64_t deadline_ms; /* c->lock; CLOCK_MONOTONIC */
+	uint32_t deadline_fwd; /* c->lock; guest fwd_cnt when the deadline was last set */
 	bool in_table; /* muxer lock */
 
 	/* Guest-to-host credit (we are the receiver). */

@@ -42,6 +42,9 @@
 #define DEV_CONNECT_TIMEOUT_MS 2000 /* guest answer to a host-initiated REQUEST */
 #define DEV_CLOSE_TIMEOUT_MS 2000 /* guest RST after our SHUTDOWN RCV|SEND */
 #define DEV_TIMER_TICK_MS 250
+#define DEV_CONNECT_LINE_TIMEOUT_MS 2000 /* host client writing its CONNECT line */
+#define DEV_DEFAULT_HOST_WAIT_MS 5000u /* host client waiting for the device to start */
+#define DEV_ACCEPT_BACKOFF_MS DEV_TIMER_TICK_MS /* listener ignored after EMFILE */
 
 /* One reserved RX chain. */
 struct rx_slot {
@@ -98,7 +101,25 @@ struct pending_connect {
 	int fd;
 	unsigned int len;
 	char buf[DEV_CONNECT_LINE_MAX];
+	int64_t deadline_ms; /* CLOCK_MONOTONIC: closed without OK if no line by then */
 	struct pending_connect *next;
+};
+
+/*
+ * Host clients accepted while the device is not started (no DRIVER_OK, no
+ * vhost-user frontend), held by the lobby thread for at most host_wait_ms,
+ * then closed without OK; handed to the control thread as pending CONNECTs
+ * when the device starts. The lobby thread runs only while the control
+ * thread does not (host_lobby.c), so the two never share the listener,
+ * dev->spare_fd, dev->pending or dev->listen_paused.
+ */
+struct lobby {
+	pthread_t thread;
+	bool running;
+	int wake_fd; /* eventfd: stop */
+	unsigned int n;
+	int fd[DEV_MAX_PENDING_CONNECT];
+	int64_t since_ms[DEV_MAX_PENDING_CONNECT];
 };
 
 /* Tags of the control thread's epoll sources. */
@@ -152,6 +173,9 @@ struct vsock_dev {
 	struct conn *timed; /* connections with a deadline (kill queue) */
 	struct pending_connect *pending; /* control thread; drained on reset */
 	unsigned int n_pending;
+	int spare_fd; /* reserve for refusing clients at EMFILE (uds_accept()) */
+	bool listen_paused; /* control thread: listener out of epoll after EMFILE */
+	struct lobby lobby;
 	uint32_t next_host_port; /* control thread */
 	bool tx_broken_warned; /* control thread */
 	struct vq_chain tx_chain;
@@ -226,6 +250,26 @@ int ctl_start(struct vsock_dev *dev);
 void ctl_stop(struct vsock_dev *dev);
 void ctl_drop_pending(struct vsock_dev *dev);
 void ctl_drop_timed(struct vsock_dev *dev);
+/*
+ * ctl_adopt() - make accepted host client @fd a pending CONNECT (it has
+ * DEV_CONNECT_LINE_TIMEOUT_MS from now to write its line); closes it when
+ * DEV_MAX_PENDING_CONNECT are pending already. Control thread, or any
+ * thread while the control thread is stopped.
+ */
+void ctl_adopt(struct vsock_dev *dev, int fd);
+/*
+ * ctl_expire_pending() - close (without OK) the pending CONNECTs whose
+ * deadline is not after @now_ms. Same threads as ctl_adopt().
+ * Return: the earliest deadline left, or INT64_MAX.
+ */
+int64_t ctl_expire_pending(struct vsock_dev *dev, int64_t now_ms);
+
+/* host_lobby.c: see struct lobby. Transport thread, device not started. */
+int lobby_start(struct vsock_dev *dev);
+/* lobby_stop() - join the lobby thread; with @handover, held clients become pending CONNECTs. */
+void lobby_stop(struct vsock_dev *dev, bool handover);
+/* lobby_drop() - close every held client (reset, destroy; thread stopped). */
+void lobby_drop(struct vsock_dev *dev);
 
 /* host_uds.c */
 #include "host_uds.h"

@@ -99,6 +99,7 @@ void dev_watch_deadline(struct conn *c, unsigned int ms)
 	struct vsock_dev *dev = c->dev;
 
 	c->deadline_ms = now_ms() + ms;
+	c->deadline_fwd = c->peer_fwd_cnt;
 	pthread_mutex_lock(&dev->timed_lock);
 	if (!c->on_timed) {
 		conn_get(c);
@@ -138,10 +139,14 @@ static void timer_tick(struct vsock_dev *dev)
 		waiting = still_waiting(c);
 		/*
 		 * After our SHUTDOWN, a guest still reading what we sent is
-		 * not late: the clock starts once it consumed everything.
+		 * not late: the clock restarts whenever its fwd_cnt moved, so
+		 * it runs from when it consumed everything, or stopped
+		 * consuming (a guest that never reads is not kept forever).
 		 */
-		if (waiting && c->state == CONN_ESTABLISHED && c->peer_fwd_cnt != c->h2g_sent)
+		if (waiting && c->state == CONN_ESTABLISHED && c->peer_fwd_cnt != c->deadline_fwd) {
+			c->deadline_fwd = c->peer_fwd_cnt;
 			c->deadline_ms = now + DEV_CLOSE_TIMEOUT_MS;
+		}
 		if (waiting && now >= c->deadline_ms) {
 			conn_reset(c, true);
 			waiting = false;
@@ -157,6 +162,14 @@ static void timer_tick(struct vsock_dev *dev)
 		pthread_mutex_unlock(&dev->timed_lock);
 		conn_put(c);
 	}
+	ctl_expire_pending(dev, now);
+	if (dev->listen_paused) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dev->src_listen };
+
+		/* Out of fds a tick ago: try the listener again. */
+		if (!epoll_ctl(dev->ctl_epfd, EPOLL_CTL_MOD, dev->listen_fd, &ev))
+			dev->listen_paused = false;
+	}
 	pthread_mutex_lock(&dev->timed_lock);
 	while (keep) {
 		struct conn *c = keep;
@@ -165,7 +178,7 @@ static void timer_tick(struct vsock_dev *dev)
 		c->timed_next = dev->timed;
 		dev->timed = c;
 	}
-	if (!dev->timed)
+	if (!dev->timed && !dev->n_pending && !dev->listen_paused)
 		timer_arm(dev, false); /* under the lock: no race with a new deadline */
 	pthread_mutex_unlock(&dev->timed_lock);
 }
@@ -418,30 +431,69 @@ drop:
 	pending_free(dev, pc); /* closes: the host peer sees EOF, never OK */
 }
 
+int64_t ctl_expire_pending(struct vsock_dev *dev, int64_t now)
+{
+	struct pending_connect *pc = dev->pending, *next;
+	int64_t first = INT64_MAX;
+
+	for (; pc; pc = next) {
+		next = pc->next;
+		if (pc->deadline_ms <= now)
+			pending_free(dev, pc); /* no full line in time: EOF, never OK */
+		else if (pc->deadline_ms < first)
+			first = pc->deadline_ms;
+	}
+	return first;
+}
+
+void ctl_adopt(struct vsock_dev *dev, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
+	struct pending_connect *pc;
+
+	if (dev->n_pending >= DEV_MAX_PENDING_CONNECT || !(pc = calloc(1, sizeof(*pc)))) {
+		close(fd);
+		return;
+	}
+	pc->kind = SRC_PENDING;
+	pc->fd = fd;
+	pc->deadline_ms = now_ms() + DEV_CONNECT_LINE_TIMEOUT_MS;
+	ev.data.ptr = pc;
+	if (epoll_ctl(dev->ctl_epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		close(fd);
+		free(pc);
+		return;
+	}
+	pc->next = dev->pending;
+	dev->pending = pc;
+	if (!dev->n_pending++ && ctl_is_current(dev))
+		timer_arm(dev, true); /* else ctl_start() arms it */
+}
+
 static void accept_all(struct vsock_dev *dev)
 {
 	for (;;) {
-		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
-		struct pending_connect *pc;
-		int fd = accept4(dev->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = uds_accept(dev->listen_fd, &dev->spare_fd);
 
-		if (fd < 0)
+		if (fd == -ECONNREFUSED)
+			continue; /* out of fds: that client was closed */
+		if (fd == -EAGAIN)
 			return;
-		if (dev->n_pending >= DEV_MAX_PENDING_CONNECT || !(pc = calloc(1, sizeof(*pc)))) {
-			close(fd);
-			continue;
+		if (fd < 0) {
+			/*
+			 * Out of fds and no client could even be refused:
+			 * the level-triggered listener would wake us at once
+			 * again. Leave it out for a tick (timer_tick()).
+			 */
+			struct epoll_event ev = { .events = 0, .data.ptr = &dev->src_listen };
+
+			if (!epoll_ctl(dev->ctl_epfd, EPOLL_CTL_MOD, dev->listen_fd, &ev)) {
+				dev->listen_paused = true;
+				timer_arm(dev, true);
+			}
+			return;
 		}
-		pc->kind = SRC_PENDING;
-		pc->fd = fd;
-		ev.data.ptr = pc;
-		if (epoll_ctl(dev->ctl_epfd, EPOLL_CTL_ADD, fd, &ev)) {
-			close(fd);
-			free(pc);
-			continue;
-		}
-		pc->next = dev->pending;
-		dev->pending = pc;
-		dev->n_pending++;
+		ctl_adopt(dev, fd);
 	}
 }
 
@@ -530,9 +582,12 @@ int ctl_start(struct vsock_dev *dev)
 	unsigned int q;
 	int ret;
 
+	dev->listen_paused = false;
 	ret = ctl_add(dev, dev->listen_fd, &dev->src_listen, SRC_LISTEN);
 	if (!ret)
 		ret = ctl_add(dev, dev->timer_fd, &dev->src_timer, SRC_TIMER);
+	if (!ret && dev->n_pending)
+		timer_arm(dev, true); /* CONNECT lines have deadlines */
 	for (q = 0; q < VSOCK_VQ_NUM && !ret; q++)
 		if (dev->vring_set[q])
 			ret = ctl_add(dev, dev->vring[q].kick_fd, &dev->src_kick[q], kinds[q]);

@@ -73,12 +73,16 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 		dev->cfg.conn_buf_size = DEV_DEFAULT_BUF;
 	if (!dev->cfg.rx_pkt_max || dev->cfg.rx_pkt_max > VIRTIO_VSOCK_MAX_PKT_BUF_SIZE)
 		dev->cfg.rx_pkt_max = VIRTIO_VSOCK_MAX_PKT_BUF_SIZE;
+	if (!dev->cfg.host_wait_ms)
+		dev->cfg.host_wait_ms = DEV_DEFAULT_HOST_WAIT_MS;
 	if (!dev->cfg.rx_threads)
 		dev->cfg.rx_threads = default_threads();
 	if (dev->cfg.rx_threads > DEV_MAX_PUMPS)
 		dev->cfg.rx_threads = DEV_MAX_PUMPS;
 	dev->n_pumps = dev->cfg.rx_threads;
 	dev->listen_fd = dev->ctl_epfd = dev->ctl_wake_fd = dev->timer_fd = -1;
+	dev->lobby.wake_fd = -1;
+	dev->spare_fd = uds_spare_open(); /* best effort: -1 only loses the EMFILE refusal */
 	dev->next_host_port = 1u << 30;
 	dev->features_offered = (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX) |
 				(1ull << VIRTIO_RING_F_INDIRECT_DESC) |
@@ -120,9 +124,19 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	ret = uds_listen(dev->uds_path, &dev->listen_fd);
 	if (ret)
 		goto err;
+	ret = lobby_start(dev);
+	if (ret) {
+		close(dev->listen_fd);
+		unlink(dev->uds_path);
+		goto err;
+	}
 	*out = dev;
 	return 0;
 err:
+	if (dev->lobby.wake_fd >= 0)
+		close(dev->lobby.wake_fd);
+	if (dev->spare_fd >= 0)
+		close(dev->spare_fd);
 	if (dev->pumps)
 		for (i = 0; i < dev->n_pumps; i++)
 			if (dev->pumps[i].dev)
@@ -263,9 +277,15 @@ int vsock_dev_set_vring(struct vsock_dev *dev, unsigned int q,
 
 int vsock_dev_start(struct vsock_dev *dev)
 {
+	int ret;
+
 	if (dev->started)
 		return -EALREADY;
-	return dev_resume(dev);
+	lobby_stop(dev, true); /* its clients become the control thread's */
+	ret = dev_resume(dev);
+	if (ret)
+		lobby_start(dev);
+	return ret;
 }
 
 int vsock_dev_stop(struct vsock_dev *dev, uint16_t last_avail[VSOCK_VQ_NUM])
@@ -276,6 +296,7 @@ int vsock_dev_stop(struct vsock_dev *dev, uint16_t last_avail[VSOCK_VQ_NUM])
 	if (last_avail)
 		for (q = 0; q < VSOCK_VQ_NUM; q++)
 			last_avail[q] = dev->vring[q].last_avail_idx;
+	lobby_start(dev); /* best effort: without it clients wait in the backlog */
 	return 0;
 }
 
@@ -342,7 +363,10 @@ static void dev_clear(struct vsock_dev *dev)
 int vsock_dev_reset(struct vsock_dev *dev)
 {
 	dev_pause(dev, false);
+	lobby_stop(dev, false);
 	dev_clear(dev);
+	lobby_drop(dev);
+	lobby_start(dev); /* best effort, as in vsock_dev_stop() */
 	dev->features = 0;
 	memset(dev->vring_set, 0, sizeof(dev->vring_set));
 	memset(dev->vring, 0, sizeof(dev->vring));
@@ -361,7 +385,13 @@ void vsock_dev_destroy(struct vsock_dev *dev)
 	if (!dev)
 		return;
 	dev_pause(dev, false);
+	lobby_stop(dev, false);
 	dev_clear(dev);
+	lobby_drop(dev);
+	if (dev->lobby.wake_fd >= 0)
+		close(dev->lobby.wake_fd);
+	if (dev->spare_fd >= 0)
+		close(dev->spare_fd);
 	for (i = 0; i < dev->n_pumps; i++)
 		pump_fini(&dev->pumps[i]);
 	close(dev->listen_fd);

@@ -2,6 +2,8 @@
 #include "host_uds.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -54,8 +56,9 @@ int uds_listen(const char *path, int *out)
 	if (ret)
 		return ret;
 	if (!lstat(path, &st)) {
+		/* A regular file, directory, FIFO...: never ours to remove. */
 		if (!S_ISSOCK(st.st_mode))
-			return -EADDRINUSE;
+			return -ENOTSOCK;
 		ret = probe_live(&sa);
 		if (ret)
 			return ret > 0 ? -EADDRINUSE : ret;
@@ -125,6 +128,48 @@ int uds_connect_port(const char *path, uint32_t port, int type, int *out)
 	}
 	*out = fd;
 	return 0;
+}
+
+/* Out of file descriptors (process or system), or of kernel memory for one. */
+static bool fd_exhausted(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
+int uds_spare_open(void)
+{
+	return open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+int uds_accept(int listen_fd, int *spare)
+{
+	int fd, err;
+
+	do
+		fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	if (fd >= 0)
+		return fd;
+	err = errno;
+	if (err == EAGAIN || err == ECONNABORTED || err == EPROTO)
+		return -EAGAIN;
+	if (!fd_exhausted(err) || *spare < 0)
+		return -err;
+	/*
+	 * Out of fds: give the reserved one back, take the client off the
+	 * backlog and close it (it sees EOF, never OK), then reserve again.
+	 * Another thread may take the freed slot first; then the client stays
+	 * in the backlog and the caller backs off.
+	 */
+	close(*spare);
+	fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		*spare = uds_spare_open();
+		return -ECONNREFUSED;
+	}
+	*spare = uds_spare_open();
+	return -err;
 }
 
 size_t uds_format_ok(char *buf, uint32_t port)

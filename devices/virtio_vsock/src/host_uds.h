@@ -20,8 +20,9 @@
  * on @path. A socket file nobody listens on (connect gets ECONNREFUSED) is
  * a stale one from an earlier run and is replaced.
  * Return: 0 with *fd set; -ENAMETOOLONG; -EADDRINUSE when a live listener
- * answers at @path or @path exists and is not a socket; other -errno from
- * socket(2), bind(2), listen(2).
+ * answers at @path; -ENOTSOCK when @path exists and is not a socket (a
+ * regular file, a directory...: left alone); other -errno from socket(2),
+ * bind(2), listen(2).
  */
 int uds_listen(const char *path, int *fd);
 
@@ -44,6 +45,27 @@ int uds_parse_connect(const char *buf, size_t len, size_t max, uint32_t *port, s
  * Return: 0 with *fd (non-blocking, close-on-exec); -errno.
  */
 int uds_connect_port(const char *path, uint32_t port, int type, int *fd);
+
+/*
+ * uds_spare_open() - an fd held in reserve (/dev/null, close-on-exec) so
+ * that uds_accept() can still take a client off the backlog and refuse it
+ * when the process is out of fds. Return: the fd, or -1.
+ */
+int uds_spare_open(void);
+
+/*
+ * uds_accept() - accept one host client on @listen_fd (non-blocking,
+ * close-on-exec). When the process or the system is out of fds (EMFILE,
+ * ENFILE, ENOBUFS, ENOMEM from accept4(2)), *@spare (from uds_spare_open(),
+ * may be -1) is closed to accept the client and close it at once, then
+ * reopened: the client sees EOF instead of waiting in the backlog, and a
+ * level-triggered listener does not stay readable.
+ * Return: the fd; -EAGAIN when the backlog is empty (also ECONNABORTED);
+ * -ECONNREFUSED when a client was refused that way (call again); -EMFILE,
+ * -ENFILE, ... when even that failed (the client is still queued: back off
+ * before the next call, or the listener stays readable and the caller spins).
+ */
+int uds_accept(int listen_fd, int *spare);
 
 /* uds_format_ok() - "OK <port>\n" into @buf (>= 16 bytes). Return: its length. */
 size_t uds_format_ok(char *buf, uint32_t port);

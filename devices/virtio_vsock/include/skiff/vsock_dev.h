@@ -98,6 +98,13 @@ struct vsock_dev_config {
 	/* Interrupt output; see vsock_notify_fn. */
 	vsock_notify_fn notify;
 	void *notify_opaque;
+	/*
+	 * How long a host client connected to uds_path may wait, in ms, while
+	 * the device is not started (no DRIVER_OK yet, no vhost-user
+	 * frontend, stopped or reset): then it is closed without "OK".
+	 * 0 picks the default (5000 ms).
+	 */
+	uint32_t host_wait_ms;
 };
 
 /* One virtqueue as the driver set it up (virtio 1.2 section 2.7). */
@@ -140,11 +147,13 @@ struct vsock_dev_counters {
  *
  * Binds and listens on cfg->uds_path right away (replacing a stale socket
  * file), so host clients can connect before the guest is up; their CONNECTs
- * wait until the device is started.
+ * wait until the device is started, at most cfg->host_wait_ms, then they
+ * are closed without "OK".
  *
  * Return: 0; -EINVAL for a CID < 3 or >= 0xffffffff or a NULL/empty uds_path;
  * -ENAMETOOLONG when uds_path plus "_<port>" does not fit sockaddr_un;
- * -EADDRINUSE when a live listener owns uds_path; -ENOMEM; other -errno from
+ * -EADDRINUSE when a live listener owns uds_path; -ENOTSOCK when uds_path
+ * exists and is not a socket (it is left alone); -ENOMEM; other -errno from
  * socket(2), bind(2), listen(2), epoll_create1(2), pthread_create(3).
  */
 int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out);
