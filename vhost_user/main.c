@@ -217,8 +217,9 @@ int main(int argc, char **argv)
 	ret = vsock_dev_create(&cfg, &dev);
 	if (ret) {
 		fprintf(stderr, "skiff-vsock: device on %s: %s%s\n", cfg.uds_path, strerror(-ret),
-			ret == -ENOTSOCK ? " (a file that is not a socket is there; remove it)" :
-			ret == -EADDRINUSE ? " (another process listens there)" : "");
+			ret == -ENOTSOCK   ? " (a file that is not a socket is there; remove it)" :
+			ret == -EADDRINUSE ? " (another process listens there)" :
+					     "");
 		goto out;
 	}
 	if (pthread_create(&usr1, NULL, usr1_main, dev) == 0)

@@ -21,6 +21,7 @@ struct fx_opts {
 	unsigned int max_conns;
 	uint32_t conn_buf_size;
 	uint32_t rx_pkt_max;
+	uint32_t host_wait_ms; /* vsock_dev_config.host_wait_ms (0: default) */
 	struct sim_drv_config drv;
 	bool no_attach; /* create both sides, do not attach */
 	const char *uds_path; /* NULL: a fresh path under /tmp */
