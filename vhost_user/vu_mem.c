@@ -2,7 +2,8 @@
 /*
  * Guest memory from SET_MEM_TABLE (vhost-user.rst): each region comes with
  * an fd and an offset into it; we map [mmap_offset, mmap_offset + size) of
- * the fd shared and read-write. The device is only ever told GPAs.
+ * the fd shared and read-write. The device is only ever told GPAs. Caps:
+ * VU_MAX_REGIONS regions, VU_MAX_MEM_BYTES in all.
  */
 #include <errno.h>
 #include <string.h>
@@ -19,6 +20,7 @@ static int ranges_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 
 static int check_table(const struct vu_mem_table *t, unsigned int nfds)
 {
+	uint64_t total = 0;
 	unsigned int i, j;
 
 	if (t->nregions == 0 || t->nregions > VU_MAX_REGIONS || t->nregions != nfds)
@@ -26,6 +28,10 @@ static int check_table(const struct vu_mem_table *t, unsigned int nfds)
 	for (i = 0; i < t->nregions; i++) {
 		const struct vu_mem_region *r = &t->regions[i];
 
+		/* total stays <= VU_MAX_MEM_BYTES, so the sum cannot wrap */
+		if (r->memory_size > VU_MAX_MEM_BYTES - total)
+			return -E2BIG;
+		total += r->memory_size;
 		if (r->memory_size == 0 ||
 		    r->guest_phys_addr + r->memory_size < r->guest_phys_addr ||
 		    r->userspace_addr + r->memory_size < r->userspace_addr ||

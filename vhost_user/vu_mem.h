@@ -9,6 +9,13 @@
 #include "skiff/vsock_dev.h"
 #include "vu_proto.h"
 
+/*
+ * Most guest memory a frontend may share, all regions together (1 TiB):
+ * each region is mapped whole (MAP_NORESERVE, so only address space), and
+ * a frontend must not make us reserve the process's address space.
+ */
+#define VU_MAX_MEM_BYTES (1ull << 40)
+
 struct vu_mem_map {
 	uint64_t gpa; /* guest physical start */
 	uint64_t size; /* bytes */
@@ -26,11 +33,12 @@ struct vu_mem {
 /*
  * vu_mem_map_table() - check and map the regions of a SET_MEM_TABLE into
  * @out (which must be empty). @fds: one per region, consumed (closed) in
- * all cases. Checks: 1..VU_MAX_REGIONS regions, non-zero sizes, no
- * wrap-around of gpa/uaddr/mmap_offset + size, no overlap between regions
+ * all cases. Checks: 1..VU_MAX_REGIONS regions, non-zero sizes, at most
+ * VU_MAX_MEM_BYTES in all, no wrap-around of gpa/uaddr/mmap_offset + size, no overlap between regions
  * in GPA space nor in frontend address space, and a backing file at least
  * mmap_offset + size long (so an access can never hit SIGBUS at map time).
- * Return: 0; -EINVAL for a bad table; -errno from fstat(2)/mmap(2).
+ * Return: 0; -EINVAL for a bad table; -E2BIG when the regions total more
+ * than VU_MAX_MEM_BYTES; -errno from fstat(2)/mmap(2).
  * On error nothing stays mapped.
  */
 int vu_mem_map_table(const struct vu_mem_table *t, int *fds, unsigned int nfds, struct vu_mem *out);
