@@ -13,18 +13,36 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "skiff/vhost_user.h"
 
 /* A frontend that stops mid-message for this long is dropped. */
 #define VU_RECV_TIMEOUT_S 10
+/* After accept(2) ran out of fds, the listener is ignored this long (no spin). */
+#define VU_ACCEPT_BACKOFF_MS 250
+
+/* accept(2) failed for want of fds or memory: the connection stays queued. */
+static bool out_of_fds(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static int fill_addr(const char *path, struct sockaddr_un *sa)
 {
@@ -111,6 +129,7 @@ static bool has_data(int fd)
 static int serve_conn(int conn, int listen_fd, struct vu_backend *vb, int stop_fd)
 {
 	int stop = 0, pending = -1;
+	int64_t retry_at = 0; /* listener ignored until then (out of fds) */
 
 	set_timeouts(conn);
 	for (;;) {
@@ -120,9 +139,19 @@ static int serve_conn(int conn, int listen_fd, struct vu_backend *vb, int stop_f
 			{ .fd = listen_fd, .events = POLLIN },
 			{ .fd = pending, .events = POLLIN },
 		};
-		int ret, next;
+		int ret, next, timeout = -1;
 
-		if (poll(p, 4, -1) < 0) {
+		if (retry_at) {
+			int64_t now = mono_ms();
+
+			if (now >= retry_at) {
+				retry_at = 0;
+			} else {
+				p[2].fd = -1;
+				timeout = (int)(retry_at - now);
+			}
+		}
+		if (poll(p, 4, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -137,6 +166,8 @@ static int serve_conn(int conn, int listen_fd, struct vu_backend *vb, int stop_f
 				if (pending >= 0)
 					close(pending);
 				pending = next;
+			} else if (out_of_fds(errno)) {
+				retry_at = mono_ms() + VU_ACCEPT_BACKOFF_MS; /* still queued */
 			}
 			continue;
 		}
@@ -198,6 +229,11 @@ int vu_server_serve(int listen_fd, struct vu_backend *vb, int stop_fd)
 			/* The peer may have gone already; keep listening. */
 			if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
 				continue;
+			/* Out of fds: the frontend stays queued; retry without spinning. */
+			if (out_of_fds(errno)) {
+				poll(p + 1, 1, VU_ACCEPT_BACKOFF_MS);
+				continue;
+			}
 			return -errno;
 		}
 		if (serve_conn(conn, listen_fd, vb, stop_fd))

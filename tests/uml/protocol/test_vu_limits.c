@@ -4,13 +4,23 @@
  * tables of at most VU_MAX_REGIONS regions and VU_MAX_MEM_BYTES in all,
  * queue sizes up to 32768. Each test goes up to the cap (accepted), past
  * it (refused with a non-zero ack, nothing reaches the device), and shows
- * that the backend still answers and still takes a good table.
+ * that the backend still answers and still takes a good table. And the
+ * server side: out of fds, accept(2) is retried later, never in a loop.
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fake_dev.h"
@@ -194,6 +204,132 @@ START_TEST(t_queue_size)
 }
 END_TEST
 
+struct server_arg {
+	int listen_fd, stop_fd, ret;
+};
+
+static void *server_main(void *p)
+{
+	struct server_arg *a = p;
+
+	a->ret = vu_server_serve(a->listen_fd, vb, a->stop_fd);
+	return NULL;
+}
+
+static int highest_fd(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int max = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && atoi(e->d_name) > max)
+			max = atoi(e->d_name);
+	closedir(d);
+	return max;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t cpu_us(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (int64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +
+	       ru.ru_stime.tv_usec;
+}
+
+/* GET_QUEUE_NUM over @fd, the reply awaited at most 5 s. */
+static void roundtrip(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	uint64_t v = 0;
+
+	ck_assert_int_eq(fe_send(fd, VU_REQ_GET_QUEUE_NUM, 0, NULL, 0, NULL, 0), 0);
+	ck_assert_msg(poll(&p, 1, 5000) == 1, "no reply from the server");
+	ck_assert_int_eq(fe_recv_u64(fd, VU_REQ_GET_QUEUE_NUM, &v), 0);
+	ck_assert_uint_eq(v, VSOCK_VQ_NUM);
+}
+
+/*
+ * The server out of fds while a frontend connects: _i = 0 with nobody
+ * served yet (vu_server_serve() used to return -EMFILE, ending the
+ * process), 1 while another frontend is served (the listener used to stay
+ * readable: a busy loop). Now: little CPU for 1.5 s, the served frontend
+ * still answered, and the newcomer served once fds are back.
+ */
+START_TEST(t_server_emfile)
+{
+	char dir[] = "/tmp/vu-limits-XXXXXX", path[64];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int dups[4096], ndup = 0, first = -1, b, i;
+	struct rlimit old, low;
+	struct server_arg a;
+	int64_t t0, c0, cpu, wall;
+	uint64_t one = 1;
+	pthread_t th;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/vu.sock", dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	ck_assert_int_eq(vu_server_listen(path, &a.listen_fd), 0);
+	a.stop_fd = eventfd(0, EFD_CLOEXEC);
+	ck_assert_int_ge(a.stop_fd, 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, server_main, &a), 0);
+	if (_i == 1) {
+		first = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		ck_assert_int_eq(connect(first, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		roundtrip(first);
+	}
+	b = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(b, 0);
+
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = (rlim_t)highest_fd() + 32;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	while (ndup < 4096 && (dups[ndup] = dup(2)) >= 0)
+		ndup++;
+	ck_assert_int_lt(ndup, 4096);
+
+	t0 = now_ms();
+	c0 = cpu_us();
+	ck_assert_int_eq(connect(b, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	if (first >= 0)
+		roundtrip(first); /* still served meanwhile */
+	while (now_ms() - t0 < 1500)
+		usleep(50 * 1000);
+	cpu = cpu_us() - c0;
+	wall = (now_ms() - t0) * 1000;
+	ck_assert_msg(cpu * 10 < wall, "%lld us of CPU in %lld us while out of fds", (long long)cpu,
+		      (long long)wall);
+
+	for (i = 0; i < ndup; i++)
+		close(dups[i]);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	roundtrip(b); /* accepted now (and takes over from the first) */
+
+	ck_assert_int_eq(write(a.stop_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(a.ret, 0);
+	close(b);
+	if (first >= 0)
+		close(first);
+	close(a.listen_fd);
+	close(a.stop_fd);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("vhost_user_limits");
@@ -203,6 +339,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_region_count);
 	tcase_add_test(tc, t_region_size);
 	tcase_add_test(tc, t_queue_size);
+	tcase_add_loop_test(tc, t_server_emfile, 0, 2);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -101,6 +101,9 @@ int vu_server_listen(const char *path, int *out_fd);
  * pipe) becomes readable. The current frontend, if any, is then
  * disconnected. A connection made while a frontend is served replaces it
  * (the old one is disconnected as if it had closed).
+ * Out of fds (EMFILE, ENFILE, ENOBUFS, ENOMEM from accept4(2)) the
+ * frontend stays in the listen backlog and the listener is ignored for
+ * 250 ms, then tried again: no busy loop, the current frontend still served.
  * Return: 0 when stopped through @stop_fd; -errno from poll(2)/accept4(2)
  * for errors that are not transient.
  */
