@@ -82,7 +82,7 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	dev->n_pumps = dev->cfg.rx_threads;
 	dev->listen_fd = dev->ctl_epfd = dev->ctl_wake_fd = dev->timer_fd = -1;
 	dev->lobby.wake_fd = -1;
-	dev->spare_fd = uds_spare_open(); /* best effort: -1 only loses the EMFILE refusal */
+	dev->spare_fd = -1;
 	dev->next_host_port = 1u << 30;
 	dev->features_offered = (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX) |
 				(1ull << VIRTIO_RING_F_INDIRECT_DESC) |
@@ -124,6 +124,7 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	ret = uds_listen(dev->uds_path, &dev->listen_fd);
 	if (ret)
 		goto err;
+	dev->spare_fd = uds_spare_open(dev->listen_fd); /* -1 only loses the EMFILE refusal */
 	ret = lobby_start(dev);
 	if (ret) {
 		close(dev->listen_fd);

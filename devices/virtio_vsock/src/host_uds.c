@@ -136,9 +136,9 @@ static bool fd_exhausted(int err)
 	return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
 }
 
-int uds_spare_open(void)
+int uds_spare_open(int like_fd)
 {
-	return open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return fcntl(like_fd, F_DUPFD_CLOEXEC, 0);
 }
 
 int uds_accept(int listen_fd, int *spare)
@@ -165,10 +165,10 @@ int uds_accept(int listen_fd, int *spare)
 	fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd >= 0) {
 		close(fd);
-		*spare = uds_spare_open();
+		*spare = uds_spare_open(listen_fd);
 		return -ECONNREFUSED;
 	}
-	*spare = uds_spare_open();
+	*spare = uds_spare_open(listen_fd);
 	return -err;
 }
 

@@ -47,11 +47,12 @@ int uds_parse_connect(const char *buf, size_t len, size_t max, uint32_t *port, s
 int uds_connect_port(const char *path, uint32_t port, int type, int *fd);
 
 /*
- * uds_spare_open() - an fd held in reserve (/dev/null, close-on-exec) so
- * that uds_accept() can still take a client off the backlog and refuse it
- * when the process is out of fds. Return: the fd, or -1.
+ * uds_spare_open() - an fd held in reserve (a close-on-exec duplicate of
+ * @like_fd, the listener: no file is opened, so no path or open(2) is
+ * needed) so that uds_accept() can still take a client off the backlog and
+ * refuse it when the process is out of fds. Return: the fd, or -1.
  */
-int uds_spare_open(void);
+int uds_spare_open(int like_fd);
 
 /*
  * uds_accept() - accept one host client on @listen_fd (non-blocking,
