@@ -157,6 +157,8 @@ START_TEST(t_credit_overrun)
 	ck_assert_int_eq(sim_wait_reset(c, FX_T), 0);
 	/* The host peer gets an exact prefix, then EOF. */
 	got = hp_read_full(fd, b, 8u << 20, FX_T);
+	fprintf(stderr, "t_credit_overrun: reset after %llu bytes, host got %zd\n",
+		(unsigned long long)sent, got);
 	ck_assert_int_ge(got, 0);
 	ck_assert_uint_le((uint64_t)got, sent);
 	ck_assert_msg((uint64_t)got + buf >= sent, "lost %llu bytes, more than buf_alloc",
@@ -305,6 +307,8 @@ START_TEST(t_reply_flood)
 		sim_pkt_free(&p);
 		n++;
 	}
+	fprintf(stderr, "t_reply_flood: %u RSTs delivered, %llu packets dropped\n", n,
+		(unsigned long long)(k1.dropped_pkts - k0.dropped_pkts));
 	ck_assert_uint_ge(n, RAW_MAX); /* the queue was full: pushed past */
 	ck_assert_uint_le(n, RAW_MAX + 8);
 	sim_conn_info(c, &c1);
@@ -569,6 +573,8 @@ START_TEST(t_emfile)
 		usleep(50 * 1000);
 	cpu = cpu_us() - c0;
 	wall = (hp_now_ms() - t0) * 1000;
+	fprintf(stderr, "t_emfile(%d): %lld us of CPU in %lld us out of fds\n", _i, (long long)cpu,
+		(long long)wall);
 	ck_assert_msg(cpu * 10 < wall, "%lld us of CPU in %lld us while out of fds", (long long)cpu,
 		      (long long)wall);
 

@@ -309,6 +309,8 @@ START_TEST(t_server_emfile)
 		usleep(50 * 1000);
 	cpu = cpu_us() - c0;
 	wall = (now_ms() - t0) * 1000;
+	fprintf(stderr, "t_server_emfile(%d): %lld us of CPU in %lld us out of fds\n", _i,
+		(long long)cpu, (long long)wall);
 	ck_assert_msg(cpu * 10 < wall, "%lld us of CPU in %lld us while out of fds", (long long)cpu,
 		      (long long)wall);
 
