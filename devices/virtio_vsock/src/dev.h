@@ -41,6 +41,7 @@
 #define TXB_MAX_BYTES (256u * 1024u) /* bytes of one batched TX sendmsg() */
 #define DEV_CONNECT_TIMEOUT_MS 2000 /* guest answer to a host-initiated REQUEST */
 #define DEV_CLOSE_TIMEOUT_MS 2000 /* guest RST after our SHUTDOWN RCV|SEND */
+#define DEV_STALL_TIMEOUT_MS 10000 /* ... while it still has our data unread and reads none */
 #define DEV_TIMER_TICK_MS 250
 #define DEV_CONNECT_LINE_TIMEOUT_MS 2000 /* host client writing its CONNECT line */
 #define DEV_DEFAULT_HOST_WAIT_MS 5000u /* host client waiting for the device to start */

@@ -98,6 +98,10 @@ void dev_watch_deadline(struct conn *c, unsigned int ms)
 {
 	struct vsock_dev *dev = c->dev;
 
+	/* After our SHUTDOWN, a guest with data still to read gets longer. */
+	if (c->state == CONN_ESTABLISHED && c->peer_fwd_cnt != c->h2g_sent &&
+	    ms < DEV_STALL_TIMEOUT_MS)
+		ms = DEV_STALL_TIMEOUT_MS;
 	c->deadline_ms = now_ms() + ms;
 	c->deadline_fwd = c->peer_fwd_cnt;
 	pthread_mutex_lock(&dev->timed_lock);
@@ -139,13 +143,15 @@ static void timer_tick(struct vsock_dev *dev)
 		waiting = still_waiting(c);
 		/*
 		 * After our SHUTDOWN, a guest still reading what we sent is
-		 * not late: the clock restarts whenever its fwd_cnt moved, so
-		 * it runs from when it consumed everything, or stopped
-		 * consuming (a guest that never reads is not kept forever).
+		 * not late: the clock restarts whenever its fwd_cnt moved,
+		 * with 2 s once it consumed everything, 10 s while data is
+		 * left (a guest that stops reading is not kept forever).
 		 */
 		if (waiting && c->state == CONN_ESTABLISHED && c->peer_fwd_cnt != c->deadline_fwd) {
 			c->deadline_fwd = c->peer_fwd_cnt;
-			c->deadline_ms = now + DEV_CLOSE_TIMEOUT_MS;
+			c->deadline_ms =
+				now + (c->peer_fwd_cnt == c->h2g_sent ? DEV_CLOSE_TIMEOUT_MS :
+									DEV_STALL_TIMEOUT_MS);
 		}
 		if (waiting && now >= c->deadline_ms) {
 			conn_reset(c, true);
