@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Check that every patch of the RX batching series (rx-batch-*.patch in
+# series/series) builds on its own: for k = 1 .. N, apply the test-only
+# series, the feature series up to the first rx-batch patch, and rx-batch
+# patches 1 .. k, then compile net/vmw_vsock/ (make W=1; any warning in a
+# vsock file fails the step) for um and x86_64 with the patched kernels'
+# configs.
+#
+# Needs the unpacked source and the patched configs that
+# scripts/build-kernels.sh leaves in $SKIFF_CACHE (default ~/.cache/skiff):
+# kernels/src/<version>/ and kernels/out/patched/<arch>/config.
+#
+# Usage: rx-batch-build-each.sh [WORKDIR]   (default: a new directory in /tmp,
+#        removed at the end; about 1 min per patch and arch on 2 CPUs)
+# Exit status: 0 every step built without warnings, 1 a step failed (named,
+# with the compiler output), 2 missing source or configs.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+gkp=$(cd "$here/.." && pwd)
+repo=$(cd "$gkp/.." && pwd)
+cache=${SKIFF_CACHE:-${XDG_CACHE_HOME:-${HOME:-$repo}/.cache}/skiff}
+jobs=${SKIFF_JOBS:-2}
+
+src=
+for d in "$cache"/kernels/src/*/; do
+	[ -f "$d/Makefile" ] && src=${d%/}
+done
+[ -n "$src" ] || { echo "rx-batch-build-each: no source in $cache/kernels/src (run scripts/build-kernels.sh)" >&2; exit 2; }
+for a in um x86_64; do
+	[ -f "$cache/kernels/out/patched/$a/config" ] ||
+		{ echo "rx-batch-build-each: no $cache/kernels/out/patched/$a/config (run scripts/build-kernels.sh)" >&2; exit 2; }
+done
+
+list() { # list DIR: the patches its series file names, in order
+	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$1/series" | while read -r p; do echo "$1/$p"; done
+}
+
+mapfile -t base < <(list "$gkp/test-only"; list "$gkp/series" | grep -v '/rx-batch-')
+mapfile -t rxb < <(list "$gkp/series" | grep '/rx-batch-')
+[ ${#rxb[@]} -gt 0 ] || { echo "rx-batch-build-each: no rx-batch patch in the series" >&2; exit 1; }
+
+if [ $# -ge 1 ]; then
+	work=$1
+	mkdir -p "$work"
+else
+	work=$(mktemp -d /tmp/rx-batch-build.XXXXXX)
+	trap 'rm -rf "$work"' EXIT
+fi
+tree=$work/tree
+rm -rf "$tree"
+cp -al "$src" "$tree"
+
+apply() { # apply PATCH: into $tree, breaking the hard links of what it touches
+	local f
+	for f in $(sed -n -e 's#^+++ [^/]*/\([^\t ]*\).*#\1#p' "$1"); do
+		[ -f "$tree/$f" ] || continue
+		cp "$tree/$f" "$tree/$f.tmp"
+		mv -f "$tree/$f.tmp" "$tree/$f"
+	done
+	patch -d "$tree" -p1 --batch --forward --fuzz=0 --no-backup-if-mismatch -s <"$1"
+}
+
+for p in "${base[@]}"; do
+	apply "$p"
+done
+for a in um x86_64; do
+	mkdir -p "$work/build-$a"
+	cp "$cache/kernels/out/patched/$a/config" "$work/build-$a/.config"
+	make -s -C "$tree" O="$work/build-$a" ARCH="$a" olddefconfig >/dev/null
+done
+
+status=0
+k=0
+for p in "${rxb[@]}"; do
+	k=$((k + 1))
+	apply "$p"
+	for a in um x86_64; do
+		log=$work/build-$a/step-$k.log
+		# Recompile the directory from scratch: each step must build by itself.
+		rm -f "$work/build-$a"/net/vmw_vsock/*.o
+		if make -C "$tree" O="$work/build-$a" ARCH="$a" -j"$jobs" W=1 \
+			net/vmw_vsock/ >"$log" 2>&1 &&
+			! grep -qE '(net/vmw_vsock|include/(linux|net)/.*vsock).*(warning|error):' "$log"; then
+			echo "rx-batch-build-each: 1..$k ($(basename "$p")) $a: ok"
+		else
+			echo "rx-batch-build-each: 1..$k ($(basename "$p")) $a: FAILED" >&2
+			grep -E '(warning|error)' "$log" | grep -v 'kernel-offsets' >&2 || tail -20 "$log" >&2
+			status=1
+		fi
+	done
+done
+[ "$status" -eq 0 ] && echo "rx-batch-build-each: PASS (${#rxb[@]} patches x um, x86_64)"
+exit "$status"

@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""RX batching tests (issue 8): lost wake-ups and interleaved flows, UML guest <-> skiff-vsock.
+
+The guest runs tests/guest-programs/rx-wake (its header describes the cases and the
+request protocol); this script is the host peer. skiff-vsock runs with --rx-pkt-max
+(default 256), so every host-to-guest RW packet carries at most that many bytes and a
+burst arrives as a run of small packets, which is what the patched RX worker batches.
+
+Cases (one guest boot):
+  wake-<mode>-l<L>   a reader blocked in recv / poll / epoll (level) / epoll (edge),
+                     SO_RCVLOWAT L in {1, 1000, 4096} (edge: 1 only); the host sends one
+                     burst per request and then waits, so a lost wake-up at the end of a
+                     burst leaves the reader waiting: it fails after --burst-timeout-ms
+                     instead of hanging. The guest checks every byte.
+  flows              8 connections asking for data at once; the host answers each from
+                     its own thread in writes of 1 .. 2048 bytes, so the guest's RX queue
+                     interleaves the flows' packets; every byte is checked per connection.
+
+Usage: rx_batch_test.py --skiff-vsock BIN --rx-wake BIN [--variant baseline|patched]
+                        [--kernel PATH] [--rx-pkt-max N] [--bursts N] [--flow-bytes N]
+                        [--timeout S] [--verbose]
+Exit status 0 every case passed, 1 otherwise, 77 skipped (SKIFF_SKIP_GUESTS=1, or no
+kernel built for the variant).
+"""
+import argparse
+import os
+import random
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../.."))
+sys.path.insert(0, os.path.join(REPO, "tests/guest-programs"))
+from pattern import pattern  # noqa: E402
+
+GUEST_CID = 3
+BASE_PORT = 7100
+SEED = 11
+
+
+def wake_cases():
+    cases = []
+    for mode in ("recv", "poll", "epoll", "epoll-et"):
+        for lowat in ((1,) if mode == "epoll-et" else (1, 1000, 4096)):
+            cases.append((f"wake-{mode}-l{lowat}", "wake", ["--mode", mode, "--lowat", str(lowat)]))
+    return cases
+
+
+class PatternStream:
+    """Consecutive chunks of the pattern stream of one seed (pattern.h), word-aligned cache."""
+
+    def __init__(self, seed):
+        self.seed, self.off = seed, 0
+
+    def take(self, n):
+        d = pattern(self.seed, self.off, n)
+        self.off += n
+        return d
+
+
+def recv_exact(c, n):
+    b = b""
+    while len(b) < n:
+        r = c.recv(n - len(b))
+        if not r:
+            return None
+        b += r
+    return b
+
+
+class Host:
+    """Serves one port (<uds>_<port>): any number of connections, requests as in rx-wake.c."""
+
+    def __init__(self, path, seed, errors):
+        self.path, self.seed, self.errors = path, seed, errors
+        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.srv.bind(path)
+        self.srv.listen(64)
+        self.srv.settimeout(0.5)
+        self.stop = threading.Event()
+        self.threads = []
+        self.t = threading.Thread(target=self.accept_loop, daemon=True)
+        self.t.start()
+
+    def accept_loop(self):
+        while not self.stop.is_set():
+            try:
+                c, _ = self.srv.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            t = threading.Thread(target=self.serve, args=(c,), daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def serve(self, c):
+        stream = PatternStream(self.seed)
+        rng = random.Random(self.seed)
+        c.settimeout(600)
+        try:
+            while True:
+                req = recv_exact(c, 12)
+                if req is None:
+                    return
+                kind, index, length = struct.unpack("<III", req)
+                if kind == 0:
+                    return
+                if kind == ord("B"):
+                    c.sendall(stream.take(length))
+                elif kind == ord("F"):
+                    data = pattern(self.seed + index, 0, length)
+                    off = 0
+                    while off < length:
+                        n = rng.randint(1, 2048)
+                        c.sendall(data[off:off + n])
+                        off += n
+                    c.shutdown(socket.SHUT_WR)
+                    while c.recv(4096):
+                        pass
+                    return
+                else:
+                    self.errors.append(f"{self.path}: bad request kind {kind}")
+                    return
+        except OSError as e:
+            self.errors.append(f"{self.path}: {e}")
+        finally:
+            c.close()
+
+    def close(self):
+        self.stop.set()
+        self.srv.close()
+        self.t.join(timeout=5)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--skiff-vsock", required=True)
+    ap.add_argument("--rx-wake", required=True)
+    ap.add_argument("--variant", choices=["baseline", "patched"], default="patched")
+    ap.add_argument("--kernel")
+    ap.add_argument("--mrg-rxbuf", choices=["on", "off"], help="default: on for patched, off for baseline")
+    ap.add_argument("--rx-pkt-max", type=int, default=256)
+    ap.add_argument("--bursts", type=int, default=150)
+    ap.add_argument("--flow-bytes", type=int, default=256 * 1024)
+    ap.add_argument("--burst-timeout-ms", type=int, default=15000)
+    ap.add_argument("--timeout", type=int, default=500, help="whole guest run, seconds")
+    ap.add_argument("--verbose", action="store_true")
+    a = ap.parse_args()
+    if os.environ.get("SKIFF_SKIP_GUESTS") == "1":
+        print("rx_batch_test: skipped (SKIFF_SKIP_GUESTS=1)")
+        return 77
+    kernel = a.kernel
+    if not kernel:
+        r = subprocess.run([os.path.join(REPO, "scripts/build-kernels.sh"), "--print-path", a.variant, "um"],
+                           stdout=subprocess.PIPE, text=True)
+        kernel = r.stdout.strip()
+        if r.returncode != 0:
+            print(f"rx_batch_test: FAIL: no {a.variant} um kernel at {kernel} (run scripts/build-kernels.sh)")
+            return 1
+    mrg = a.mrg_rxbuf or ("on" if a.variant == "patched" else "off")
+
+    work = tempfile.mkdtemp(prefix="skiff-rxb-", dir="/tmp")
+    vu, uds = os.path.join(work, "vu.sock"), os.path.join(work, "h.sock")
+    procs, hosts, errors = [], [], []
+    try:
+        dev = subprocess.Popen([a.skiff_vsock, "--socket", vu, "--cid", str(GUEST_CID), "--uds", uds,
+                                "--mrg-rxbuf", mrg, "--rx-pkt-max", str(a.rx_pkt_max)],
+                               stderr=open(os.path.join(work, "skiff-vsock.log"), "w"))
+        procs.append(dev)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(vu):
+            if dev.poll() is not None or time.monotonic() > deadline:
+                print("rx_batch_test: FAIL: skiff-vsock did not come up")
+                return 1
+            time.sleep(0.02)
+
+        cases = wake_cases() + [("flows", "flows", ["--conns", "8", "--bytes", str(a.flow_bytes)])]
+        lines = ["set +e", "rc=0"]
+        for k, (name, kind, args) in enumerate(cases):
+            port = BASE_PORT + k
+            hosts.append(Host(f"{uds}_{port}", SEED, errors))
+            extra = ["--bursts", str(a.bursts)] if kind == "wake" else []
+            cmd = " ".join(["rx-wake", kind, f"2:{port}", "--seed", str(SEED), "--timeout-ms",
+                            str(a.burst_timeout_ms)] + args + extra)
+            lines.append(f"echo 'RX-CASE {name}'; {cmd} || rc=1")
+        lines.append("exit $rc")
+
+        initrd = os.path.join(work, "initrd.cpio")
+        subprocess.run([os.path.join(REPO, "scripts/build-initramfs.sh"), "-o", initrd, "--bin", a.rx_wake],
+                       check=True, stdout=subprocess.DEVNULL)
+        argv = [os.path.join(REPO, "scripts/guest-run.sh"), "uml", "--variant", a.variant, "--kernel", kernel,
+                "--initrd", initrd, "--vsock", vu, "--run", "\n".join(lines), "--timeout", str(a.timeout)]
+        t0 = time.monotonic()
+        vm = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, errors="replace")
+        procs.append(vm)
+        console, results, current = [], {}, None
+        for line in vm.stdout:
+            line = line.rstrip("\r\n")
+            console.append(line)
+            if a.verbose:
+                print(f"  | {line}", flush=True)
+            if line.startswith("RX-CASE "):
+                current = line.split()[1]
+            elif line.startswith("RX-WAKE") and current:
+                results.setdefault(current, []).append(line)
+        vm_rc = vm.wait()
+        elapsed = time.monotonic() - t0
+
+        failed = 0
+        for name, kind, _ in cases:
+            out = results.get(name, [])
+            summary = [x for x in out if x.startswith("RX-WAKE status=")]
+            ok = len(summary) == 1 and "status=ok" in summary[0]
+            if ok and kind == "flows":
+                ok = f"bytes={8 * a.flow_bytes} " in summary[0] + " "
+            print(f"{'PASS' if ok else 'FAIL'} uml {a.variant} rx-pkt-max={a.rx_pkt_max} {name}"
+                  + ("" if ok else ": " + (" | ".join(out) or "no RX-WAKE output")))
+            if ok and a.verbose:
+                print("    " + summary[0])
+            failed += not ok
+        for e in errors:
+            print(f"FAIL host: {e}")
+            failed += 1
+        if vm_rc != 0 and not failed:
+            print(f"FAIL guest-run.sh exit status {vm_rc}")
+            failed += 1
+        print(f"rx_batch_test: {len(cases) - failed}/{len(cases)} cases passed, {elapsed:.1f} s")
+        if failed:
+            print("--- guest console (last 40 lines) ---\n" + "\n".join(console[-40:]))
+        return 1 if failed else 0
+    finally:
+        for h in hosts:
+            h.close()
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
