@@ -12,9 +12,16 @@
  *   - VMM set-up time: `skiff run` process main() to the first KVM_RUN, and
  *     skiff_vm_create() to the first KVM_RUN, median of several runs;
  *   - VMM resident memory excluding guest RAM (RssAnon + RssFile of a
- *     running `skiff run` with vsock; guest RAM is memfd, counted in RssShmem).
+ *     running `skiff run` with vsock; guest RAM is memfd, counted in RssShmem);
+ *   - the device benchmark for the same payload in the same run: the tiny
+ *     guest moves 64 KiB per packet (guest->host) and the host peer writes
+ *     64 KiB per call (host->guest), so bench/vsock_bench runs its one-stream
+ *     64 KiB cases (--dir, --mrg as the row, 3 rounds) and the "x dev"
+ *     column is tiny-guest GB/s / the simulated driver's device GB/s.
+ *     --device-bench PATH picks the binary, --device-bench none skips it.
  *
  * usage: vmm_bench [--mib N] [--reps N] [--runs N] [--conn-buf BYTES] [--json FILE]
+ *                  [--device-bench PATH|none]
  * Needs /dev/kvm; exits 77 (skip) without it.
  */
 #include <errno.h>
@@ -179,6 +186,7 @@ struct tput {
 	int mode;
 	bool evidx, mrg;
 	double gbps;
+	double dev_gbps; /* vsock_bench, same direction, payload and MRG_RXBUF */
 	double exits_per_mib, guest_kicks_per_mib, dev_kicks_per_mib, irqs_per_mib,
 		irqs_suppressed_per_mib;
 	int ok;
@@ -256,6 +264,42 @@ static int run_tput(struct tput *t, unsigned int mib)
 	t->irqs_per_mib = (double)c.vsock_irqs_sent / mib;
 	t->irqs_suppressed_per_mib = (double)c.vsock_irqs_suppressed / mib;
 	return 0;
+}
+
+/* ---- the device benchmark for the same payload ----------------------------- */
+
+/*
+ * Device GB/s of bench/vsock_bench for one stream of 64 KiB payloads in
+ * direction @dir ("g2h" or "h2g") with MRG_RXBUF @mrg: the median of its
+ * rounds, read from its JSON. Return: GB/s, or 0 when it did not run.
+ */
+static double device_bench_gbps(const char *bin, const char *dir, bool mrg)
+{
+	char json[] = "/tmp/skiff-bench-dev-XXXXXX", cmd[1024], buf[8192];
+	int fd = mkstemp(json);
+	double gbps = 0;
+	const char *p;
+	size_t n;
+	FILE *f;
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' --dir %s --payload 65536 --mrg %d --streams 1 --reps 3 --json '%s' "
+		 "> /dev/null",
+		 bin, dir, mrg ? 1 : 0, json);
+	if (system(cmd) == 0 && (f = fopen(json, "r"))) {
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[n] = 0;
+		fclose(f);
+		p = strstr(buf, "\"results\"");
+		p = p ? strstr(p, "\"gbps\": ") : NULL;
+		if (!p || sscanf(p + 8, "%lf", &gbps) != 1)
+			gbps = 0;
+	}
+	unlink(json);
+	return gbps;
 }
 
 /* ---- set-up time and RSS of the skiff process ---------------------------- */
@@ -375,6 +419,7 @@ int main(int argc, char **argv)
 					      { "json", required_argument, NULL, 'j' },
 					      { "conn-buf", required_argument, NULL, 'b' },
 					      { "reps", required_argument, NULL, 'p' },
+					      { "device-bench", required_argument, NULL, 'd' },
 					      { NULL, 0, NULL, 0 } };
 	struct tput t[] = {
 		{ .name = "guest->host evidx", .mode = 1, .evidx = true },
@@ -386,6 +431,12 @@ int main(int argc, char **argv)
 	};
 	unsigned int mib = 256, i, n = sizeof(t) / sizeof(t[0]);
 	const char *json = NULL;
+#ifdef VSOCK_BENCH_BIN
+	const char *dev_bin = VSOCK_BENCH_BIN;
+#else
+	const char *dev_bin = "none";
+#endif
+	double dev[2][2] = { { 0 } }; /* [h2g][mrg] */
 	uint64_t main_med = 0, create_med = 0;
 	long anon = -1, file = -1, shmem = -1;
 	double mc, sp;
@@ -403,9 +454,12 @@ int main(int argc, char **argv)
 			reps = atoi(optarg);
 		else if (c == 'b')
 			conn_buf = (uint32_t)strtoul(optarg, NULL, 0);
+		else if (c == 'd')
+			dev_bin = optarg;
 		else {
 			fprintf(stderr,
-				"usage: vmm_bench [--mib N] [--reps N] [--runs N] [--conn-buf BYTES] [--json FILE]\n");
+				"usage: vmm_bench [--mib N] [--reps N] [--runs N] [--conn-buf BYTES] [--json FILE]\n"
+				"                 [--device-bench PATH|none]\n");
 			return 2;
 		}
 	}
@@ -420,10 +474,18 @@ int main(int argc, char **argv)
 	sp = socketpair_gbps(1ull << 30);
 	printf("ceilings: memcpy 64 MiB %.2f GB/s, AF_UNIX socketpair 64 KiB writes %.2f GB/s\n\n",
 	       mc, sp);
+	if (strcmp(dev_bin, "none")) {
+		dev[0][0] = device_bench_gbps(dev_bin, "g2h", false);
+		dev[1][0] = device_bench_gbps(dev_bin, "h2g", false);
+		dev[1][1] = device_bench_gbps(dev_bin, "h2g", true);
+		printf("device benchmark (vsock_bench, simulated driver, 1 stream, 64 KiB per call, "
+		       "median of 3): g2h %.2f GB/s, h2g %.2f GB/s, h2g mrg %.2f GB/s\n\n",
+		       dev[0][0], dev[1][0], dev[1][1]);
+	}
 	printf("tiny-guest vsock, %u MiB per run, median of %d runs, device buf_alloc %s\n", mib,
 	       reps, conn_buf ? "--conn-buf" : "default");
-	printf("%-26s %8s %8s %9s %9s %9s %9s %9s\n", "case", "GB/s", "x unix", "exits/MiB",
-	       "gkick/MiB", "dkick/MiB", "irq/MiB", "irqsup/MiB");
+	printf("%-26s %8s %8s %8s %9s %9s %9s %9s %9s\n", "case", "GB/s", "x unix", "x dev",
+	       "exits/MiB", "gkick/MiB", "dkick/MiB", "irq/MiB", "irqsup/MiB");
 	for (i = 0; i < n; i++) {
 		struct tput rep[9];
 		int r, k;
@@ -445,9 +507,11 @@ int main(int argc, char **argv)
 			continue;
 		}
 		t[i] = rep[reps / 2];
-		printf("%-26s %8.2f %8.3f %9.1f %9.1f %9.1f %9.1f %9.1f\n", t[i].name, t[i].gbps,
-		       t[i].gbps / sp, t[i].exits_per_mib, t[i].guest_kicks_per_mib,
-		       t[i].dev_kicks_per_mib, t[i].irqs_per_mib, t[i].irqs_suppressed_per_mib);
+		t[i].dev_gbps = dev[t[i].mode == 2][t[i].mrg];
+		printf("%-26s %8.2f %8.3f %8.3f %9.1f %9.1f %9.1f %9.1f %9.1f\n", t[i].name,
+		       t[i].gbps, t[i].gbps / sp, t[i].dev_gbps ? t[i].gbps / t[i].dev_gbps : 0,
+		       t[i].exits_per_mib, t[i].guest_kicks_per_mib, t[i].dev_kicks_per_mib,
+		       t[i].irqs_per_mib, t[i].irqs_suppressed_per_mib);
 	}
 	if (setup_times(runs, &main_med, &create_med))
 		failed = 1;
@@ -470,12 +534,14 @@ int main(int argc, char **argv)
 			fprintf(f,
 				"    {\"case\": \"%s\", \"ok\": %s, \"gbps\": %.3f, "
 				"\"ratio_to_unix\": %.4f, \"ratio_to_memcpy\": %.4f, "
+				"\"device_bench_gbps\": %.3f, \"ratio_to_device_bench\": %.4f, "
 				"\"exits_per_mib\": %.2f, \"guest_kicks_per_mib\": %.2f, "
 				"\"device_kicks_per_mib\": %.2f, \"irqs_per_mib\": %.2f, "
 				"\"irqs_suppressed_per_mib\": %.2f}%s\n",
 				t[i].name, t[i].ok ? "true" : "false", t[i].gbps, t[i].gbps / sp,
-				t[i].gbps / mc, t[i].exits_per_mib, t[i].guest_kicks_per_mib,
-				t[i].dev_kicks_per_mib, t[i].irqs_per_mib,
+				t[i].gbps / mc, t[i].dev_gbps,
+				t[i].dev_gbps ? t[i].gbps / t[i].dev_gbps : 0, t[i].exits_per_mib,
+				t[i].guest_kicks_per_mib, t[i].dev_kicks_per_mib, t[i].irqs_per_mib,
 				t[i].irqs_suppressed_per_mib, i + 1 < n ? "," : "");
 		fprintf(f, "  ],\n  \"setup_main_to_first_run_ms\": %.3f,\n", main_med / 1e6);
 		fprintf(f, "  \"setup_create_to_first_run_ms\": %.3f,\n", create_med / 1e6);

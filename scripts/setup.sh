@@ -14,6 +14,8 @@ PKGS=(
 	qemu-system-x86 iproute2
 	# tooling used by scripts and tests
 	python3 jq
+	# iasl: independent disassembly of the VMM's ACPI tables (vmm_acpi test)
+	acpica-tools
 )
 
 die() {

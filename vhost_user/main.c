@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sysexits.h>
 #include <unistd.h>
 
 #include "skiff/vhost_user.h"
@@ -42,7 +43,9 @@ static void usage(FILE *f)
 	      "  --help, --version\n"
 	      "\n"
 	      "SIGTERM or SIGINT: disconnect, remove both sockets, print counters, exit 0.\n"
-	      "SIGUSR1: print the device counters.\n",
+	      "SIGUSR1: print the device counters.\n"
+	      "Exit status: 0 after SIGTERM/SIGINT, 64 (EX_USAGE, as skiff) for a bad\n"
+	      "command line, 1 for any other error.\n",
 	      f);
 }
 
@@ -134,7 +137,7 @@ int main(int argc, char **argv)
 			if (parse_u64(optarg, UINT32_MAX - 1, &v) || v < 3) {
 				fprintf(stderr, "skiff-vsock: bad --cid '%s' (3 .. 4294967294)\n",
 					optarg);
-				return 2;
+				return EX_USAGE;
 			}
 			cfg.guest_cid = v;
 			have_cid = true;
@@ -146,7 +149,7 @@ int main(int argc, char **argv)
 			if (parse_u64(optarg, VIRTIO_VSOCK_MAX_PKT_BUF_SIZE, &v) || !v) {
 				fprintf(stderr, "skiff-vsock: bad --rx-pkt-max '%s' (1 .. 65536)\n",
 					optarg);
-				return 2;
+				return EX_USAGE;
 			}
 			cfg.rx_pkt_max = (uint32_t)v;
 			break;
@@ -155,7 +158,7 @@ int main(int argc, char **argv)
 				fprintf(stderr,
 					"skiff-vsock: bad --conn-buf '%s' (4096 .. 67108864)\n",
 					optarg);
-				return 2;
+				return EX_USAGE;
 			}
 			cfg.conn_buf_size = (uint32_t)v;
 			break;
@@ -163,7 +166,7 @@ int main(int argc, char **argv)
 			if (parse_u64(optarg, 256, &v)) {
 				fprintf(stderr, "skiff-vsock: bad --rx-threads '%s' (0 .. 256)\n",
 					optarg);
-				return 2;
+				return EX_USAGE;
 			}
 			cfg.rx_threads = (unsigned int)v;
 			break;
@@ -174,7 +177,7 @@ int main(int argc, char **argv)
 				cfg.mrg_rxbuf = false;
 			} else {
 				fprintf(stderr, "skiff-vsock: --mrg-rxbuf takes on or off\n");
-				return 2;
+				return EX_USAGE;
 			}
 			break;
 		case 'v':
@@ -188,13 +191,13 @@ int main(int argc, char **argv)
 			return 0;
 		default:
 			usage(stderr);
-			return 2;
+			return EX_USAGE;
 		}
 	}
 	if (optind != argc || !sock_path || !cfg.uds_path || !have_cid) {
 		fprintf(stderr, "skiff-vsock: --socket, --cid and --uds are required\n");
 		usage(stderr);
-		return 2;
+		return EX_USAGE;
 	}
 
 	/*

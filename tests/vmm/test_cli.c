@@ -121,6 +121,60 @@ START_TEST(unknown_format)
 }
 END_TEST
 
+/* An ELF that is not Linux (a tiny guest, a user program) given without --tiny-guest. */
+START_TEST(elf_not_linux)
+{
+	if (!kvm_present())
+		return;
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", guest_path("guest_exit"), NULL, NULL, NULL),
+			 64);
+	has("is an x86-64 ELF file but not a Linux kernel");
+	has("add --tiny-guest");
+	if (access("/bin/true", R_OK) == 0) {
+		int st = skiff(NULL, "run", "--kernel", "/bin/true", NULL, NULL, NULL);
+
+		ck_assert_int_eq(st, 64);
+		ck_assert_msg(strstr(out, "not a Linux kernel") ||
+				      strstr(out, "unknown kernel format"),
+			      "%s", out);
+	}
+}
+END_TEST
+
+/* "skiff --kernel X": the run command is missing; the message says the full command. */
+START_TEST(no_subcommand)
+{
+	ck_assert_int_eq(skiff(NULL, "--kernel", "/tmp/vmlinux", "--mem", "64M", NULL, NULL), 64);
+	has("'--kernel' is an option of the run command");
+	has("did you mean: skiff run --kernel /tmp/vmlinux --mem 64M");
+	ck_assert_int_eq(skiff(NULL, "--kernel=/tmp/vmlinux", NULL, NULL, NULL, NULL, NULL), 64);
+	has("did you mean: skiff run --kernel=/tmp/vmlinux");
+	ck_assert_int_eq(skiff(NULL, "--frobnicate", NULL, NULL, NULL, NULL, NULL), 64);
+	has("unknown command");
+}
+END_TEST
+
+/* skiff-vsock uses the same usage status as skiff: 64 (EX_USAGE). */
+START_TEST(vsock_backend_usage_status)
+{
+#ifdef SKIFF_VSOCK_BIN
+	const char *a1[] = { SKIFF_VSOCK_BIN, "--bogus", NULL };
+	const char *a2[] = { SKIFF_VSOCK_BIN, "--socket", "/tmp/x", NULL };
+	const char *a3[] = { SKIFF_VSOCK_BIN, "--cid", "2", NULL };
+	const char *a4[] = { SKIFF_VSOCK_BIN, "--help", NULL };
+
+	ck_assert_int_eq(run_cmd(a1, NULL, out, sizeof(out), 60), 64);
+	has("usage: skiff-vsock");
+	ck_assert_int_eq(run_cmd(a2, NULL, out, sizeof(out), 60), 64);
+	has("--socket, --cid and --uds are required");
+	ck_assert_int_eq(run_cmd(a3, NULL, out, sizeof(out), 60), 64);
+	has("bad --cid '2'");
+	ck_assert_int_eq(run_cmd(a4, NULL, out, sizeof(out), 60), 0);
+	has("64 (EX_USAGE");
+#endif
+}
+END_TEST
+
 START_TEST(bad_sizes_and_counts)
 {
 	static const char *const bad[] = { "12Q", "0", "3M", "4G", "-1M", "M", "1T", "2MiBx" };
@@ -165,6 +219,17 @@ START_TEST(vsock_args)
 	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--vsock", longp, NULL), 64);
 	has("is 105 bytes, too long");
 	has("at most 96 bytes");
+	/* the socket's directory must exist: the path and the remedy are named */
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--vsock",
+			       "cid=3,uds=/missing/dir/x.sock", NULL),
+			 64);
+	has("cannot create the vsock socket '/missing/dir/x.sock'");
+	has("directory '/missing/dir' does not exist");
+	has("mkdir -p '/missing/dir'");
+	ck_assert_int_eq(
+		skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=3,uds=/dev/null/x.sock", NULL),
+		64);
+	has("'/dev/null' is not a directory");
 }
 END_TEST
 
@@ -292,6 +357,9 @@ int main(void)
 	tcase_add_test(tc, missing_kernel);
 	tcase_add_test(tc, unreadable_kernel);
 	tcase_add_test(tc, unknown_format);
+	tcase_add_test(tc, elf_not_linux);
+	tcase_add_test(tc, no_subcommand);
+	tcase_add_test(tc, vsock_backend_usage_status);
 	tcase_add_test(tc, bad_sizes_and_counts);
 	tcase_add_test(tc, vsock_args);
 	tcase_add_test(tc, vsock_uds_in_use);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "elf_load.h"
 #include "mem.h"
@@ -130,6 +131,10 @@ START_TEST(bzimage_ok)
 	ck_assert_uint_eq(rd64(X86_ZERO_PAGE_GPA + 0x2d0 + 8), 0x9fc00);
 	ck_assert_uint_eq(rd32(X86_ZERO_PAGE_GPA + 0x2d0 + 16), 1);
 	ck_assert_uint_eq(rd32(X86_ZERO_PAGE_GPA + 0x2d0 + 20 + 16), 2);
+	/* BIOS area with the ACPI (0xe0000) and MP (0xf0000) tables: reserved */
+	ck_assert_uint_eq(rd64(X86_ZERO_PAGE_GPA + 0x2d0 + 40), 0xe0000);
+	ck_assert_uint_eq(rd64(X86_ZERO_PAGE_GPA + 0x2d0 + 48), 0x20000);
+	ck_assert_uint_eq(rd32(X86_ZERO_PAGE_GPA + 0x2d0 + 56), 2);
 	ck_assert_uint_eq(rd64(X86_ZERO_PAGE_GPA + 0x2d0 + 60), 0x100000);
 	ck_assert_uint_eq(rd64(X86_ZERO_PAGE_GPA + 0x2d0 + 68), RAM - 0x100000);
 	ck_assert_uint_eq(rd32(X86_ZERO_PAGE_GPA + 0x2d0 + 76), 1);
@@ -376,7 +381,7 @@ START_TEST(mptable)
 	memcpy(&len, tbl + 4, 2);
 	memcpy(&count, tbl + 34, 2);
 	ck_assert_uint_eq(sum(guest_mem_ptr(&mem, rd32(0xf0004), len), len), 0);
-	ck_assert_uint_eq(count, ncpus + 2 + 16 + 2);
+	ck_assert_uint_eq(count, ncpus + 2 + 15 + 2); /* no entry for the cascade IRQ 2 */
 	for (i = 0; i < ncpus; i++) {
 		const uint8_t *e = tbl + 44 + 20 * i;
 
@@ -387,6 +392,90 @@ START_TEST(mptable)
 	ck_assert_uint_eq(tbl[44 + 20 * ncpus], 1); /* bus */
 	ck_assert_uint_eq(tbl[44 + 20 * ncpus + 8], 2); /* IOAPIC */
 	ck_assert_uint_eq(tbl[44 + 20 * ncpus + 8 + 1], ncpus);
+	/* first I/O interrupt entry: ISA IRQ 0 (PIT) on IOAPIC pin 2, as the MADT says */
+	ck_assert_uint_eq(tbl[44 + 20 * ncpus + 16], 3);
+	ck_assert_uint_eq(tbl[44 + 20 * ncpus + 16 + 5], 0);
+	ck_assert_uint_eq(tbl[44 + 20 * ncpus + 16 + 7], 2);
+	/* second: ISA IRQ 1 on pin 1 (IRQ 2 skipped), third: IRQ 3 on pin 3 */
+	ck_assert_uint_eq(tbl[44 + 20 * ncpus + 24 + 5], 1);
+	ck_assert_uint_eq(tbl[44 + 20 * ncpus + 24 + 7], 1);
+	ck_assert_uint_eq(tbl[44 + 20 * ncpus + 32 + 5], 3);
+	ck_assert_uint_eq(tbl[44 + 20 * ncpus + 32 + 7], 3);
+}
+END_TEST
+
+/* A note: namesz, descsz, type, name (padded to 4), desc (padded to 4). */
+static size_t put_note(uint8_t *p, const char *name, uint32_t descsz)
+{
+	uint32_t namesz = (uint32_t)strlen(name) + 1, type = 1;
+
+	memcpy(p, &namesz, 4);
+	memcpy(p + 4, &descsz, 4);
+	memcpy(p + 8, &type, 4);
+	memset(p + 12, 0, ((namesz + 3) & ~3u) + ((descsz + 3) & ~3u));
+	memcpy(p + 12, name, namesz);
+	return 12 + ((namesz + 3) & ~3u) + ((descsz + 3) & ~3u);
+}
+
+/* ELF64 header, one PT_NOTE program header at 64, @notes at 0x1000 (a file). */
+static int note_file(const uint8_t *notes, size_t len, uint8_t *head, size_t head_len)
+{
+	char path[] = "/tmp/skiff-note-XXXXXX";
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)(void *)head;
+	Elf64_Phdr ph = { .p_type = PT_NOTE, .p_offset = 0x1000, .p_filesz = len };
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	memset(head, 0, head_len);
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_type = ET_EXEC;
+	eh->e_machine = EM_X86_64;
+	eh->e_phoff = 64;
+	eh->e_phentsize = sizeof(Elf64_Phdr);
+	eh->e_phnum = 1;
+	memcpy(head + 64, &ph, sizeof(ph));
+	ck_assert_int_eq(pwrite(fd, head, head_len, 0), (ssize_t)head_len);
+	ck_assert_int_eq(pwrite(fd, notes, len, 0x1000), (ssize_t)len);
+	return fd;
+}
+
+START_TEST(elf_linux_note)
+{
+	uint8_t notes[256], head[128];
+	size_t n = 0;
+	uint32_t huge = 0x7fffffff;
+	int fd;
+
+	/* GNU build id, then a Linux note: found past the first note */
+	n += put_note(notes + n, "GNU", 20);
+	n += put_note(notes + n, "Linux", 4);
+	fd = note_file(notes, n, head, sizeof(head));
+	ck_assert_int_eq(elf_has_note(fd, head, sizeof(head), "Linux"), 1);
+	ck_assert_int_eq(elf_has_note(fd, head, sizeof(head), "Xen"), 0);
+	ck_assert_int_eq(elf_has_note(fd, head, sizeof(head), "Linu"), 0);
+	close(fd);
+
+	/* only a GNU note (a tiny guest, a user program) */
+	n = put_note(notes, "GNU", 20);
+	fd = note_file(notes, n, head, sizeof(head));
+	ck_assert_int_eq(elf_has_note(fd, head, sizeof(head), "Linux"), 0);
+	close(fd);
+
+	/* a first note whose descsz runs past the segment ends the walk */
+	n = put_note(notes, "GNU", 4);
+	memcpy(notes + 4, &huge, 4);
+	n += put_note(notes + n, "Linux", 4);
+	fd = note_file(notes, n, head, sizeof(head));
+	ck_assert_int_eq(elf_has_note(fd, head, sizeof(head), "Linux"), 0);
+	close(fd);
+
+	/* the program header table outside the bytes given: not found */
+	fd = note_file(notes, n, head, sizeof(head));
+	ck_assert_int_eq(elf_has_note(fd, head, 64, "Linux"), 0);
+	close(fd);
 }
 END_TEST
 
@@ -417,6 +506,7 @@ int main(void)
 	tcase_add_test(tc, tiny_ok);
 	tcase_add_test(tc, tiny_refused);
 	tcase_add_test(tc, mptable);
+	tcase_add_test(tc, elf_linux_note);
 	tcase_add_test(tc, guest_mem_bounds);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -169,6 +169,10 @@ START_TEST(config_errors)
 	ck_assert_int_eq(skiff_vm_set_kernel(vm, path, SKIFF_KERNEL_LINUX), -ENOEXEC);
 	unlink(path);
 	ck_assert_int_eq(skiff_vm_set_kernel(vm, "/tmp", SKIFF_KERNEL_LINUX), -EISDIR);
+	/* a tiny guest is an x86-64 ELF but no Linux kernel (no "Linux" ELF note) */
+	ck_assert_int_eq(skiff_vm_set_kernel(vm, guest_path("guest_exit"), SKIFF_KERNEL_LINUX),
+			 -EMEDIUMTYPE);
+	ck_assert_int_eq(skiff_vm_set_kernel(vm, guest_path("guest_exit"), SKIFF_KERNEL_TINY), 0);
 	ck_assert_int_eq(skiff_vm_set_memory(vm, 3ull << 20), -EINVAL);
 	ck_assert_int_eq(skiff_vm_set_memory(vm, 4ull << 30), -EINVAL);
 	ck_assert_int_eq(skiff_vm_set_vcpus(vm, 0), -EINVAL);

@@ -129,6 +129,13 @@ static int serve(struct selftest_peer *p, int fd)
 		return -EBADMSG;
 	}
 
+	__atomic_store_n(&p->got_message, true, __ATOMIC_RELEASE);
+	if (p->hold_reply) {
+		ret = wait_fd(p->gate_pipe[0], POLLIN, p->budget_ms);
+		if (ret)
+			return fail(p, ret, "waiting for the test to release the reply");
+	}
+
 	rlen = snprintf((char *)reply, HDR_MAX, "skiff-reply %u %08x\n", SELFTEST_PAYLOAD, sum);
 	for (i = 0; i < SELFTEST_PAYLOAD; i++)
 		reply[rlen + i] = payload[SELFTEST_PAYLOAD - 1 - i];
@@ -171,7 +178,12 @@ out:
 	return NULL;
 }
 
-int selftest_peer_start(struct selftest_peer *p, const char *path, int budget_ms)
+int selftest_peer_release(struct selftest_peer *p)
+{
+	return write(p->gate_pipe[1], "g", 1) == 1 ? 0 : -errno;
+}
+
+int selftest_peer_start(struct selftest_peer *p, const char *path, int budget_ms, bool hold_reply)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int ret;
@@ -180,11 +192,16 @@ int selftest_peer_start(struct selftest_peer *p, const char *path, int budget_ms
 	p->budget_ms = budget_ms;
 	p->err = -EINPROGRESS;
 	p->conn_fd = -1;
+	p->hold_reply = hold_reply;
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
-	if (pipe2(p->stop_pipe, O_CLOEXEC))
+	if (pipe2(p->gate_pipe, O_CLOEXEC))
 		return -errno;
+	if (pipe2(p->stop_pipe, O_CLOEXEC)) {
+		ret = -errno;
+		goto err_gate;
+	}
 	stop_fd = p->stop_pipe[0];
 	p->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (p->listen_fd < 0) {
@@ -206,6 +223,9 @@ err_pipe:
 	close(p->stop_pipe[0]);
 	close(p->stop_pipe[1]);
 	stop_fd = -1;
+err_gate:
+	close(p->gate_pipe[0]);
+	close(p->gate_pipe[1]);
 	return ret;
 }
 
@@ -224,6 +244,8 @@ void selftest_peer_stop(struct selftest_peer *p)
 	close(p->listen_fd);
 	close(p->stop_pipe[0]);
 	close(p->stop_pipe[1]);
+	close(p->gate_pipe[0]);
+	close(p->gate_pipe[1]);
 	stop_fd = -1;
 	p->listen_fd = p->conn_fd = -1;
 }

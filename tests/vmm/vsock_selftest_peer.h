@@ -25,9 +25,12 @@ struct selftest_peer {
 	int listen_fd;
 	int conn_fd; /* the guest's connection, -1 before accept */
 	int stop_pipe[2]; /* selftest_peer_stop() writes [1]; every wait polls [0] */
+	int gate_pipe[2]; /* hold_reply: selftest_peer_release() writes [1] */
+	bool hold_reply;
 	int budget_ms; /* for the guest to connect, then for each read/write */
 	pthread_t thread;
 	/* Set by the thread (__atomic), readable while it runs. */
+	bool got_message; /* the guest's message was right (reply maybe held) */
 	bool checked; /* the guest's message was right and the reply is sent */
 	bool guest_closed; /* then the guest closed its side (EOF), nothing more */
 	bool done; /* the thread has finished (verdict final) */
@@ -38,10 +41,16 @@ struct selftest_peer {
 
 /*
  * selftest_peer_start() - listen on @path (a fresh Unix stream socket path)
- * and start the peer thread. Return: 0, or -errno from socket/bind/listen/
- * pthread_create (the socket is then closed).
+ * and start the peer thread. With @hold_reply the reply waits (after the
+ * message is checked) until selftest_peer_release(), so that the caller can
+ * finish other checks before the guest's self-test completes and, with
+ * vsock_selftest.poweroff=1, powers the guest off. Return: 0, or -errno from
+ * pipe/socket/bind/listen/pthread_create (everything is then closed).
  */
-int selftest_peer_start(struct selftest_peer *p, const char *path, int budget_ms);
+int selftest_peer_start(struct selftest_peer *p, const char *path, int budget_ms, bool hold_reply);
+
+/* selftest_peer_release() - let a held reply go. Return: 0 or -errno. */
+int selftest_peer_release(struct selftest_peer *p);
 
 /* selftest_peer_flag() - read one of the flags above while the thread runs. */
 bool selftest_peer_flag(const bool *flag);

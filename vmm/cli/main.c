@@ -9,11 +9,13 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -126,6 +128,14 @@ static int kernel_error(const char *path, int err, bool tiny)
 				"--tiny-guest for a tiny test guest)\n",
 				path);
 		break;
+	case -EMEDIUMTYPE:
+		fprintf(stderr,
+			"skiff: '%s' is an x86-64 ELF file but not a Linux kernel (it has no "
+			"\"Linux\" ELF note, which every vmlinux has); to boot a tiny test guest "
+			"add --tiny-guest, to boot Linux pass vmlinux or arch/x86/boot/bzImage from "
+			"a kernel build\n",
+			path);
+		break;
 	default:
 		fprintf(stderr, "skiff: cannot load kernel '%s': %s\n", path, strerror(-err));
 	}
@@ -161,6 +171,52 @@ static int kvm_error(int err)
 		fprintf(stderr, "skiff: cannot use %s: %s\n", path, strerror(-err));
 	}
 	return SKIFF_STATUS_VMM_ERROR;
+}
+
+/*
+ * The device creates the vsock socket at --vsock uds=PATH (and PATH_<port>
+ * for guest connections): its directory must exist and be writable. Return:
+ * 0, or -1 after a message naming the path and the remedy.
+ */
+static int check_uds_dir(const char *uds)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(uds, '/');
+	struct stat st;
+
+	if (!slash) {
+		strcpy(dir, ".");
+	} else if (slash == uds) {
+		strcpy(dir, "/");
+	} else {
+		if ((size_t)(slash - uds) >= sizeof(dir))
+			return 0; /* the length check reports it */
+		memcpy(dir, uds, (size_t)(slash - uds));
+		dir[slash - uds] = '\0';
+	}
+	if (stat(dir, &st)) {
+		fprintf(stderr,
+			"skiff: cannot create the vsock socket '%s': directory '%s' %s; create it "
+			"first (mkdir -p '%s') or choose another uds=PATH\n",
+			uds, dir, errno == ENOENT ? "does not exist" : strerror(errno), dir);
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr,
+			"skiff: cannot create the vsock socket '%s': '%s' is not a directory; "
+			"choose a uds=PATH inside a directory\n",
+			uds, dir);
+		return -1;
+	}
+	if (access(dir, W_OK | X_OK)) {
+		fprintf(stderr,
+			"skiff: cannot create the vsock socket '%s': directory '%s' is not "
+			"writable (%s); choose a directory this user can write (e.g. /tmp) or "
+			"change its permissions\n",
+			uds, dir, strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 struct run_opts {
@@ -263,6 +319,8 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 					o->vsock.uds, strlen(o->vsock.uds), uds_max);
 				return -EINVAL;
 			}
+			if (check_uds_dir(o->vsock.uds))
+				return -EINVAL;
 			o->vsock_set = true;
 			break;
 		case 'o':
@@ -370,9 +428,10 @@ static void write_stats(struct skiff_vm *vm)
 	fprintf(f, "main_to_first_run_ns=%llu\ncreate_to_first_run_ns=%llu\nvm_exits=%llu\n",
 		(unsigned long long)(c.first_run_mono_ns ? c.first_run_mono_ns - t_main_ns : 0),
 		(unsigned long long)c.setup_ns, (unsigned long long)c.vm_exits);
-	fprintf(f, "int3_injected=%llu\nvsock_status=0x%x\nvsock_driver_features=0x%llx\n",
-		(unsigned long long)c.int3_injected, c.vsock_status,
-		(unsigned long long)c.vsock_driver_features);
+	fprintf(f, "int3_injected=%llu\nfwait_handled=%llu\nvsock_status=0x%x\n",
+		(unsigned long long)c.int3_injected, (unsigned long long)c.fwait_handled,
+		c.vsock_status);
+	fprintf(f, "vsock_driver_features=0x%llx\n", (unsigned long long)c.vsock_driver_features);
 	fprintf(f, "vsock_kicks=%llu\nvsock_rx_pkts=%llu\nvsock_tx_pkts=%llu\n",
 		(unsigned long long)c.vsock_kicks, (unsigned long long)c.vsock_rx_pkts,
 		(unsigned long long)c.vsock_tx_pkts);
@@ -466,6 +525,21 @@ out:
 	return status;
 }
 
+/* Is @arg one of run's options (--kernel, --kernel=X, ...)? */
+static bool is_run_option(const char *arg)
+{
+	static const char *const opts[] = { "--kernel", "--initrd", "--cmdline", "--mem",
+					    "--cpus",	"--vsock",  "--console", "--tiny-guest" };
+	size_t i, n;
+
+	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		n = strlen(opts[i]);
+		if (!strncmp(arg, opts[i], n) && (arg[n] == '\0' || arg[n] == '='))
+			return true;
+	}
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	t_main_ns = mono_ns();
@@ -479,6 +553,18 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 2 && !strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (argc >= 2 && is_run_option(argv[1])) {
+		int i;
+
+		/* "skiff --kernel X ...": options of run without the command. */
+		fprintf(stderr,
+			"skiff: '%s' is an option of the run command; did you mean: skiff run",
+			argv[1]);
+		for (i = 1; i < argc; i++)
+			fprintf(stderr, " %s", argv[i]);
+		fprintf(stderr, "\n");
+		return SKIFF_STATUS_USAGE;
+	}
 	fprintf(stderr, "skiff: %s; try 'skiff run --kernel PATH' or 'skiff --help'\n",
 		argc < 2 ? "no command given" : "unknown command");
 	return SKIFF_STATUS_USAGE;

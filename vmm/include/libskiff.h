@@ -97,6 +97,7 @@ struct skiff_counters {
 	uint64_t exits_io;
 	uint64_t exits_intr; /* KVM_RUN returned EINTR */
 	uint64_t int3_injected; /* int3 emulation failures answered with #BP (x86) */
+	uint64_t fwait_handled; /* fwait emulation failures answered (x86: skipped or #MF) */
 	/* Nanoseconds from skiff_vm_create() to the first KVM_RUN. */
 	uint64_t setup_ns;
 	/* CLOCK_MONOTONIC time of the first KVM_RUN in ns (0 before it). */
@@ -128,7 +129,9 @@ int skiff_vm_create(struct skiff_vm **out);
  * format checked now (and read again at start).
  * Return: 0; -ENOENT/-EACCES/... from open(2); -ENOEXEC when the file is not
  * a bzImage or x86-64 ELF (LINUX) or not a static x86-64 ELF executable
- * (TINY); -EBUSY after start.
+ * (TINY); -EMEDIUMTYPE for LINUX when the file is an x86-64 ELF but not a
+ * Linux kernel (no "Linux" ELF note: a tiny guest or a user program);
+ * -EBUSY after start.
  */
 int skiff_vm_set_kernel(struct skiff_vm *vm, const char *path, enum skiff_kernel_kind kind);
 

@@ -4,7 +4,11 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#define NOTE_SEG_MAX 65536u
 
 static const Elf64_Phdr *phdr_at(const uint8_t *buf, const Elf64_Ehdr *eh, unsigned int i)
 {
@@ -67,5 +71,66 @@ int elf_load(const struct guest_mem *mem, const uint8_t *buf, size_t len, uint16
 	out->entry = eh.e_entry;
 	out->lo = lo;
 	out->hi = hi;
+	return 0;
+}
+
+/* Walk the notes in @p[0..len): 1 when one is owned by @owner. */
+static int notes_have_owner(const uint8_t *p, size_t len, const char *owner)
+{
+	size_t off = 0, olen = strlen(owner) + 1;
+
+	while (len - off >= 12) {
+		uint32_t namesz, descsz;
+		size_t name_end, next;
+
+		memcpy(&namesz, p + off, 4);
+		memcpy(&descsz, p + off + 4, 4);
+		name_end = off + 12 + (((size_t)namesz + 3) & ~(size_t)3);
+		if (name_end > len || off + 12 + namesz > len)
+			return 0;
+		next = name_end + (((size_t)descsz + 3) & ~(size_t)3);
+		if (namesz == olen && !memcmp(p + off + 12, owner, olen))
+			return 1;
+		if (next > len || next <= off)
+			return 0;
+		off = next;
+	}
+	return 0;
+}
+
+int elf_has_note(int fd, const uint8_t *head, size_t head_len, const char *owner)
+{
+	Elf64_Ehdr eh;
+	unsigned int i;
+
+	if (head_len < sizeof(eh))
+		return 0;
+	memcpy(&eh, head, sizeof(eh));
+	for (i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+		size_t n;
+		uint8_t *buf;
+		ssize_t got;
+		int found;
+
+		if (eh.e_phoff + (uint64_t)(i + 1) * sizeof(ph) > head_len)
+			return 0;
+		memcpy(&ph, phdr_at(head, &eh, i), sizeof(ph));
+		if (ph.p_type != PT_NOTE || !ph.p_filesz)
+			continue;
+		n = ph.p_filesz < NOTE_SEG_MAX ? (size_t)ph.p_filesz : NOTE_SEG_MAX;
+		buf = malloc(n);
+		if (!buf)
+			return -ENOMEM;
+		got = pread(fd, buf, n, (off_t)ph.p_offset);
+		if (got < 0) {
+			free(buf);
+			return -errno;
+		}
+		found = notes_have_owner(buf, (size_t)got, owner);
+		free(buf);
+		if (found)
+			return 1;
+	}
 	return 0;
 }

@@ -30,4 +30,16 @@ int elf_probe(const uint8_t *buf, size_t len, uint16_t machine);
 int elf_load(const struct guest_mem *mem, const uint8_t *buf, size_t len, uint16_t machine,
 	     uint64_t min_gpa, struct elf_image *out);
 
+/*
+ * elf_has_note() - does the ELF64 file @fd carry a note whose owner (name)
+ * is @owner in one of its PT_NOTE segments (System V gABI, "Note Section")?
+ * A Linux vmlinux always has "Linux" notes (include/linux/build-salt.h),
+ * other executables do not. @head/@head_len: the file's first bytes, with
+ * the ELF and program headers (elf_probe() passed). Each note segment is
+ * read with pread(2), at most 64 KiB of it.
+ * Return: 1 found; 0 not found (malformed notes end the walk); -errno from
+ * pread(2).
+ */
+int elf_has_note(int fd, const uint8_t *head, size_t head_len, const char *owner);
+
 #endif /* SKIFF_ELF_H */

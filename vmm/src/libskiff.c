@@ -20,6 +20,7 @@
 
 #include "arch.h"
 #include "debug_dev.h"
+#include "elf_load.h"
 #include "serial.h"
 #include "skiff/tiny_guest_abi.h"
 #include "virtio_mmio.h"
@@ -214,6 +215,25 @@ out:
 	return err;
 }
 
+/*
+ * An ELF file that passed the Linux probe must also be a Linux kernel: a
+ * vmlinux carries "Linux" ELF notes, a tiny guest or a user program does
+ * not (and would otherwise be entered with the 64-bit boot protocol).
+ */
+static int elf_is_linux(const char *path, const uint8_t *head, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int found;
+
+	if (fd < 0)
+		return -errno;
+	found = elf_has_note(fd, head, len, "Linux");
+	close(fd);
+	if (found < 0)
+		return found;
+	return found ? 0 : -EMEDIUMTYPE;
+}
+
 int skiff_vm_set_kernel(struct skiff_vm *h, const char *path, enum skiff_kernel_kind kind)
 {
 	uint8_t *head;
@@ -228,6 +248,8 @@ int skiff_vm_set_kernel(struct skiff_vm *h, const char *path, enum skiff_kernel_
 	if (err)
 		return err;
 	err = arch_probe_kernel(head, len, kind);
+	if (!err && kind == SKIFF_KERNEL_LINUX && len >= 4 && !memcmp(head, "\177ELF", 4))
+		err = elf_is_linux(path, head, len);
 	free(head);
 	if (err)
 		return err;
@@ -586,6 +608,7 @@ int skiff_vm_get_counters(struct skiff_vm *h, struct skiff_counters *out)
 	out->exits_io = atomic_load(&vm->exits_io);
 	out->exits_intr = atomic_load(&vm->exits_intr);
 	out->int3_injected = atomic_load(&vm->int3_injected);
+	out->fwait_handled = atomic_load(&vm->fwait_handled);
 	out->setup_ns = atomic_load(&vm->setup_ns);
 	out->first_run_mono_ns = out->setup_ns ? vm->t_create_ns + out->setup_ns : 0;
 	if (vm->vmmio)

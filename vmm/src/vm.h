@@ -76,7 +76,10 @@ struct vm {
 
 	uint64_t t_create_ns; /* CLOCK_MONOTONIC at skiff_vm_create() */
 	_Atomic uint64_t setup_ns; /* create to first KVM_RUN, 0 until then */
-	_Atomic uint64_t exits, exits_mmio, exits_io, exits_intr, int3_injected;
+	_Atomic uint64_t exits, exits_mmio, exits_io, exits_intr, int3_injected, fwait_handled;
+
+	/* x86 ACPI PM1_EN (bits 0-15) and PM1_CNT (16-31), arch/x86_64/acpi_pm.c. */
+	_Atomic uint32_t acpi_pm1;
 
 	/* Report slots written by the debug device; bit i of report_set = slot i valid. */
 	_Atomic uint64_t reports[16];

@@ -191,7 +191,7 @@ int x86_linux_load(const struct guest_mem *mem, const uint8_t *img, size_t len,
 	zp[ZP_E820_ENTRIES] = 0;
 	e820_add(zp, 0, X86_EBDA_GPA, E820_RAM);
 	e820_add(zp, X86_EBDA_GPA, 0xa0000 - X86_EBDA_GPA, E820_RESERVED);
-	e820_add(zp, 0xf0000, 0x10000, E820_RESERVED);
+	e820_add(zp, 0xe0000, 0x20000, E820_RESERVED); /* ACPI tables, MP tables */
 	e820_add(zp, X86_HIMEM_GPA, mem->size - X86_HIMEM_GPA, E820_RAM);
 
 	err = x86_write_gdt(mem, X86_BOOT_GDT_GPA);

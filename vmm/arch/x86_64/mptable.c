@@ -15,6 +15,7 @@
 #define LAPIC_GPA 0xfee00000u
 #define IOAPIC_GPA 0xfec00000u
 #define MP_ISA_IRQS 16
+#define MP_ISA_ENTRIES (MP_ISA_IRQS - 1) /* IRQ 2 has no pin of its own */
 
 enum { MP_PROC = 0, MP_BUS = 1, MP_IOAPIC = 2, MP_IOINT = 3, MP_LINT = 4 };
 
@@ -55,7 +56,7 @@ static uint8_t *irq_entry(uint8_t *p, uint8_t type, uint8_t irqtype, uint8_t bus
 
 int x86_write_mptable(const struct guest_mem *mem, unsigned int ncpus)
 {
-	size_t size = 44 + 20 * (size_t)ncpus + 8 + 8 + 8 * (MP_ISA_IRQS + 2);
+	size_t size = 44 + 20 * (size_t)ncpus + 8 + 8 + 8 * (MP_ISA_ENTRIES + 2);
 	uint8_t *fp, *tbl, *p;
 	uint8_t ioapic_id = (uint8_t)ncpus;
 	unsigned int i;
@@ -73,7 +74,7 @@ int x86_write_mptable(const struct guest_mem *mem, unsigned int ncpus)
 	tbl[6] = 4; /* spec revision 1.4 */
 	memcpy(tbl + 8, "SKIFF   ", 8);
 	memcpy(tbl + 16, "MICROVM     ", 12);
-	le16(tbl + 34, (uint16_t)(ncpus + 2 + MP_ISA_IRQS + 2));
+	le16(tbl + 34, (uint16_t)(ncpus + 2 + MP_ISA_ENTRIES + 2));
 	le32(tbl + 36, LAPIC_GPA);
 
 	p = tbl + 44;
@@ -95,8 +96,15 @@ int x86_write_mptable(const struct guest_mem *mem, unsigned int ncpus)
 	p[3] = 0x01; /* enabled */
 	le32(p + 4, IOAPIC_GPA);
 	p += 8;
-	for (i = 0; i < MP_ISA_IRQS; i++)
-		p = irq_entry(p, MP_IOINT, 0 /* INT */, (uint8_t)i, ioapic_id, (uint8_t)i);
+	/*
+	 * ISA IRQ i on pin i, except the PIT (IRQ 0) on pin 2 and no entry for
+	 * the cascade IRQ 2: see x86.c set_gsi_routing().
+	 */
+	for (i = 0; i < MP_ISA_IRQS; i++) {
+		if (i != 2)
+			p = irq_entry(p, MP_IOINT, 0 /* INT */, (uint8_t)i, ioapic_id,
+				      (uint8_t)(i ? i : 2));
+	}
 	p = irq_entry(p, MP_LINT, 3 /* ExtINT */, 0, 0xff, 0);
 	irq_entry(p, MP_LINT, 1 /* NMI */, 0, 0xff, 1);
 	tbl[7] = checksum(tbl, size);

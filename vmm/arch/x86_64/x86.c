@@ -10,17 +10,63 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include "acpi.h"
 #include "arch.h"
 #include "serial.h"
 #include "x86.h"
 
 #define TSS_ADDR 0xfffbd000ul /* 3 pages below the BIOS, as KVM documents */
 #define IDENTITY_MAP_ADDR 0xfffbc000ull
+#define X86_VEC_BP 3
+#define X86_VEC_MF 16
+#define X87_FSW_ES 0x80 /* error summary: an unmasked x87 exception is pending */
+
+/*
+ * GSI routing of a PC: GSI n goes to IOAPIC pin n and, for n < 16, to the
+ * 8259 pair, except that GSI 0 (where KVM's PIT fires) goes to IOAPIC pin 2
+ * and GSI 2 (the cascade) nowhere. This is the "ISA IRQ 0 -> GSI 2"
+ * override that the MADT (acpi.c) and the MP table (mptable.c) describe;
+ * KVM's default table would put the PIT on pin 0 instead.
+ */
+static int set_gsi_routing(struct vm *vm)
+{
+	enum { NR_PIC = 15, NR_IOAPIC = X86_IOAPIC_PINS - 1 }; /* both without GSI 2 */
+	struct {
+		struct kvm_irq_routing hdr;
+		struct kvm_irq_routing_entry e[NR_PIC + NR_IOAPIC];
+	} r;
+	unsigned int gsi, n = 0;
+
+	memset(&r, 0, sizeof(r));
+	for (gsi = 0; gsi < X86_IOAPIC_PINS; gsi++) {
+		if (gsi == 2)
+			continue;
+		r.e[n].gsi = gsi;
+		r.e[n].type = KVM_IRQ_ROUTING_IRQCHIP;
+		r.e[n].u.irqchip.irqchip = KVM_IRQCHIP_IOAPIC;
+		r.e[n].u.irqchip.pin = gsi ? gsi : 2;
+		n++;
+		if (gsi >= 16)
+			continue;
+		r.e[n].gsi = gsi;
+		r.e[n].type = KVM_IRQ_ROUTING_IRQCHIP;
+		r.e[n].u.irqchip.irqchip = gsi < 8 ? KVM_IRQCHIP_PIC_MASTER : KVM_IRQCHIP_PIC_SLAVE;
+		r.e[n].u.irqchip.pin = gsi & 7;
+		n++;
+	}
+	if (n != NR_PIC + NR_IOAPIC)
+		return -EINVAL;
+	r.hdr.nr = n;
+	if (ioctl(vm->vm_fd, KVM_SET_GSI_ROUTING, &r) < 0)
+		return -errno;
+	return 0;
+}
 
 int arch_vm_init(struct vm *vm)
 {
 	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
 	uint64_t idmap = IDENTITY_MAP_ADDR;
+	int err;
 
 	/* Needed by VMX for real mode; other implementations ignore or refuse it. */
 	if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, TSS_ADDR) < 0 && errno != ENOTTY && errno != EINVAL)
@@ -30,6 +76,9 @@ int arch_vm_init(struct vm *vm)
 		return -errno;
 	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0)
 		return -errno;
+	err = set_gsi_routing(vm);
+	if (err)
+		return err;
 	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0)
 		return -errno;
 	return 0;
@@ -58,7 +107,10 @@ int arch_add_legacy_devices(struct vm *vm)
 	err = serial_add_pio(vm->serial, 0x3f8);
 	if (err)
 		return err;
-	return bus_add(&vm->pio_bus, 0x60, 5, i8042_pio, vm);
+	err = bus_add(&vm->pio_bus, 0x60, 5, i8042_pio, vm);
+	if (err)
+		return err;
+	return x86_acpi_pm_add(vm);
 }
 
 unsigned int arch_virtio_mmio_irq(void)
@@ -76,6 +128,9 @@ int arch_probe_kernel(const uint8_t *head, size_t len, int kind)
 int arch_load_guest(struct vm *vm, const uint8_t *kernel, size_t kernel_len, const uint8_t *initrd,
 		    size_t initrd_len, const char *cmdline)
 {
+	uint64_t rsdp;
+	uint8_t *zp_rsdp;
+	unsigned int i;
 	int err;
 
 	if (vm->cfg.kernel_kind == SKIFF_KERNEL_TINY)
@@ -83,7 +138,19 @@ int arch_load_guest(struct vm *vm, const uint8_t *kernel, size_t kernel_len, con
 	err = x86_linux_load(&vm->mem, kernel, kernel_len, initrd, initrd_len, cmdline, &vm->boot);
 	if (err)
 		return err;
-	return x86_write_mptable(&vm->mem, vm->cfg.nr_vcpus);
+	/* Both: the MP table for kernels without ACPI (or acpi=off), ACPI for the rest. */
+	err = x86_write_mptable(&vm->mem, vm->cfg.nr_vcpus);
+	if (err)
+		return err;
+	err = x86_write_acpi(&vm->mem, vm->cfg.nr_vcpus, &rsdp);
+	if (err)
+		return err;
+	zp_rsdp = guest_mem_ptr(&vm->mem, X86_ZERO_PAGE_GPA + ZP_ACPI_RSDP_ADDR, 8);
+	if (!zp_rsdp)
+		return -EFAULT;
+	for (i = 0; i < 8; i++)
+		zp_rsdp[i] = (uint8_t)(rsdp >> (8 * i));
+	return 0;
 }
 
 /* Instruction bytes at the guest's rip, through its page tables. */
@@ -101,22 +168,51 @@ static int fetch_insn(struct vcpu *vcpu, uint64_t rip, uint8_t *buf, size_t len)
 	return 0;
 }
 
-/* int3 that KVM could not emulate: step over it and deliver #BP (vector 3). */
-static bool inject_bp(struct vcpu *vcpu, struct kvm_regs *regs)
+/*
+ * Step over an instruction of @len bytes that KVM could not emulate and,
+ * for @vector >= 0, deliver that exception (no error code) as if the
+ * instruction had raised it: int3 -> #BP (3), after the instruction;
+ * fwait with a pending x87 exception -> #MF (16). #MF is a fault, so its
+ * RIP stays on the fwait (@len 0): the handler clears the exception and the
+ * fwait is executed again.
+ */
+static bool step_and_inject(struct vcpu *vcpu, struct kvm_regs *regs, unsigned int len, int vector)
 {
 	struct kvm_vcpu_events ev;
 
-	regs->rip += 1;
-	if (ioctl(vcpu->fd, KVM_SET_REGS, regs) < 0)
+	regs->rip += len;
+	if (len && ioctl(vcpu->fd, KVM_SET_REGS, regs) < 0)
 		return false;
+	if (vector < 0)
+		return true;
 	if (ioctl(vcpu->fd, KVM_GET_VCPU_EVENTS, &ev) < 0)
 		return false;
 	ev.exception.injected = 1;
-	ev.exception.nr = 3;
+	ev.exception.nr = (uint8_t)vector;
 	ev.exception.has_error_code = 0;
 	ev.exception.error_code = 0;
 	ev.flags = 0;
 	return ioctl(vcpu->fd, KVM_SET_VCPU_EVENTS, &ev) == 0;
+}
+
+/*
+ * fwait (0x9b; Linux runs it in fpu__drop() on every task exit): it only
+ * waits for the x87 unit and reports a pending unmasked x87 exception. The
+ * x87 state is whatever KVM_GET_FPU says: FSW.ES (bit 7) set means an
+ * unmasked exception is pending, which fwait reports as #MF (Intel SDM
+ * vol. 2, FWAIT; vol. 1, 8.5 "x87 FPU exception handling"); otherwise it
+ * is a no-op. CR0.NE=0 (legacy FERR# reporting) is not modelled: long-mode
+ * Linux always sets NE.
+ */
+static bool answer_fwait(struct vcpu *vcpu, struct kvm_regs *regs)
+{
+	struct kvm_fpu fpu;
+
+	if (ioctl(vcpu->fd, KVM_GET_FPU, &fpu) < 0)
+		return false;
+	if (fpu.fsw & X87_FSW_ES)
+		return step_and_inject(vcpu, regs, 0, X86_VEC_MF);
+	return step_and_inject(vcpu, regs, 1, -1);
 }
 
 bool arch_handle_internal_error(struct vcpu *vcpu, char *msg, size_t msg_len)
@@ -143,8 +239,12 @@ bool arch_handle_internal_error(struct vcpu *vcpu, char *msg, size_t msg_len)
 	}
 	if (!n && !fetch_insn(vcpu, regs.rip, insn, sizeof(insn)))
 		n = sizeof(insn);
-	if (n && insn[0] == 0xcc && inject_bp(vcpu, &regs)) {
+	if (n && insn[0] == 0xcc && step_and_inject(vcpu, &regs, 1, X86_VEC_BP)) {
 		atomic_fetch_add_explicit(&vcpu->vm->int3_injected, 1, memory_order_relaxed);
+		return true;
+	}
+	if (n && insn[0] == 0x9b && answer_fwait(vcpu, &regs)) {
+		atomic_fetch_add_explicit(&vcpu->vm->fwait_handled, 1, memory_order_relaxed);
 		return true;
 	}
 

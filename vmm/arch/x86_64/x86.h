@@ -33,6 +33,7 @@
 
 #define X86_IRQ_COM1 4
 #define X86_IRQ_VIRTIO 5
+#define X86_IOAPIC_PINS 24 /* KVM's in-kernel IOAPIC */
 
 /*
  * x86_write_gdt() - the GDT above at @gdt_gpa and a TSS at gdt_gpa +
@@ -75,12 +76,14 @@ int x86_tiny_load(const struct guest_mem *mem, const uint8_t *img, size_t len, c
 /*
  * x86_write_mptable() - Intel MP specification 1.4 tables at X86_EBDA_GPA:
  * floating pointer, config table with @ncpus processors, one ISA bus, one
- * IOAPIC, ISA IRQs 0..15 routed 1:1 to IOAPIC pins, LINT0 ExtINT and LINT1
+ * IOAPIC, ISA IRQs 1 and 3..15 routed 1:1 to IOAPIC pins and IRQ 0 (PIT) to
+ * pin 2, LINT0 ExtINT and LINT1
  * NMI. Return: 0; -EINVAL for ncpus 0 or > 254; -EFAULT outside RAM.
  */
 int x86_write_mptable(const struct guest_mem *mem, unsigned int ncpus);
 
 /* Zero page (struct boot_params) field offsets, Documentation/x86/zero-page.rst. */
+#define ZP_ACPI_RSDP_ADDR 0x070
 #define ZP_EXT_CMD_LINE_PTR 0x0c8
 #define ZP_E820_ENTRIES 0x1e8
 #define ZP_SETUP_SECTS 0x1f1
