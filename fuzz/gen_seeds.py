@@ -98,7 +98,9 @@ def vhdr(op, sport, dport, ln=0, typ=STREAM, flags=0, buf_alloc=65536, fwd=0,
                        flags, buf_alloc, fwd)
 
 
-def tx_input(features, log_tx, log_rx, packets, host=None, rx_bufs=0, split=()):
+def tx_input(features, log_tx, log_rx, packets, host=None, rx_bufs=0, split=(),
+             pump=0, hdata=b"", rx_len=0x80, later=0, rx_later=0):
+    """The last @later packets and @rx_later RX buffers come after the pump's first turn."""
     """packets: list of (header, payload); each becomes a chain at 0x400 + 0x100 * k."""
     m = Mem()
     heads = []
@@ -115,16 +117,42 @@ def tx_input(features, log_tx, log_rx, packets, host=None, rx_bufs=0, split=()):
             m.desc(TX_DESC, d, gpa, 44 + len(payload))
             d += 1
     m.avail(TX_AVAIL, heads)
+    m.w(TX_AVAIL + 2, struct.pack("<H", len(heads) - later))
     if rx_bufs:
         m.avail(RX_AVAIL, list(range(rx_bufs)))
+        m.w(RX_AVAIL + 2, struct.pack("<H", rx_bufs - rx_later))
         for i in range(rx_bufs):
-            m.desc(RX_DESC, i, 0x1800 + 0x80 * i, 0x80, WRITE)
+            m.desc(RX_DESC, i, 0x1800 + 0x80 * i, rx_len, WRITE)
     sizes = log_tx | (log_rx << 4)
-    hb = 1 if host is not None else 0
-    return bytes([features, sizes, hb]) + struct.pack("<I", host or 0) + m.b
+    hb = (1 if host is not None else 0) | pump
+    return (bytes([features, sizes, hb]) + struct.pack("<I", host or 0)
+            + bytes([len(hdata)]) + hdata + bytes([later, rx_later]) + m.b)
 
 
 def tx_seeds():
+    PUMP, PEER_SHUT_WR, PEER_CLOSE = 2, 4, 8
+    put("pump-stream", "vsock_tx", tx_input(0, 3, 3, [
+        (vhdr(REQUEST, 5020, 1024), b""),
+        (vhdr(RW, 5020, 1024, 8), b"to host!"),
+    ], rx_bufs=8, pump=PUMP | PEER_SHUT_WR, hdata=b"hello from the host side"))
+    put("pump-mrg", "vsock_tx", tx_input(8, 3, 3, [
+        (vhdr(REQUEST, 5021, 1024), b""),
+    ], rx_bufs=8, pump=PUMP, hdata=bytes(range(200)), rx_len=0x40))
+    put("pump-seqpacket", "vsock_tx", tx_input(4, 3, 3, [
+        (vhdr(REQUEST, 5022, 1025, typ=SEQPACKET), b""),
+    ], rx_bufs=8, pump=PUMP | PEER_CLOSE, hdata=b"one message"))
+    put("pump-host-connect", "vsock_tx", tx_input(0, 2, 3, [
+        (vhdr(RESPONSE, 78, 1 << 30), b""),
+    ], host=78, rx_bufs=8, pump=PUMP, hdata=b"prefix after the line"))
+    put("pump-credit-update", "vsock_tx", tx_input(0, 3, 3, [
+        (vhdr(REQUEST, 5025, 1024), b""),
+        (vhdr(RW, 5025, 1024, 200), bytes(200)),
+        (vhdr(RW, 5025, 1024, 200), bytes(200)),
+    ], rx_bufs=8, pump=PUMP, later=2, rx_later=4))
+    put("pump-no-rx-buffers", "vsock_tx", tx_input(0, 2, 1, [
+        (vhdr(REQUEST, 5023, 1024), b""),
+        (vhdr(RW, 5024, 4000, 4), b"nope"),
+    ], rx_bufs=0, pump=PUMP, hdata=b"x"))
     put("stream-lifecycle", "vsock_tx", tx_input(0, 3, 2, [
         (vhdr(REQUEST, 5000, 1024), b""),
         (vhdr(RW, 5000, 1024, 16), b"0123456789abcdef"),
