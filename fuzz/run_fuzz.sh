@@ -18,6 +18,9 @@ if [ -d "$corpus" ]; then
 	cp -r "$corpus/." "$work/corpus/"
 fi
 
+# The harnesses' Unix sockets go here too, so that nothing is left behind
+# even when a harness dies.
+export TMPDIR=$work
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 args=(-timeout=10 -rss_limit_mb=2048 -max_len="$max_len" -print_final_stats=1
