@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Harness: the device's TX path, guest to host, through its real code:
+ * vq_pop() chain walking, pkt_parse_tx() header checks, the connection
+ * table and state machine (conn_handle_tx(): REQUEST, RESPONSE, RW with
+ * credit and backlog, SHUTDOWN, RST, CREDIT_*), guest-initiated connects to
+ * host Unix sockets, host-initiated CONNECT lines, and the credit updates
+ * the control thread puts on the RX queue at once (rx_send_hdr_now()).
+ *
+ * Then, optionally, the way back: host peers write bytes and the RX pump
+ * sends everything owed (RESPONSE, REQUEST, CREDIT_UPDATE, RW, SHUTDOWN,
+ * RST) into the guest's RX chains (rx_pump.c serve(), emit_rw(),
+ * rx_chains.c), mergeable or not.
+ *
+ * dev_ctl.c and rx_pump.c are compiled into this file so that their static
+ * functions run synchronously on the fuzzer's thread, standing in for the
+ * control thread (process_tx(), accept_all(), handle_pending()) and for
+ * pump 0 (one turn of pump_main()'s loop, below); no device thread runs.
+ *
+ * Guest memory: R0 [0x0, 0x1000), R1 [0x1000, 0x2000) adjacent to it, R2
+ * [0x8000, 0x8400) after a hole, each its own heap block. Rings in R0,
+ * what the driver writes first: TX avail 0x000, TX desc 0x030, RX avail
+ * 0x130, RX desc 0x160, TX used 0x260, RX used 0x2e8; packets anywhere
+ * (0x370 up is free).
+ *
+ * Input: byte 0 = features (bit 0 EVENT_IDX, 1 INDIRECT_DESC, 2 SEQPACKET,
+ * 3 MRG_RXBUF); byte 1 = log2 TX queue size (bits 0-2, % 5) and log2 RX
+ * queue size (bits 4-6, % 5); byte 2: bit 0 = a host client connects first
+ * and sends "CONNECT <port>\n" with <port> = bytes 3-6, bit 1 = run the
+ * pump afterwards, bit 2 = host peers close their write side after their
+ * bytes, bit 3 = host peers close entirely; byte 7 = n, then n bytes every
+ * host peer writes (the CONNECT client after its line); then 2 bytes: how
+ * far the guest advances the TX and the RX avail index after the pump's
+ * first turn (more packets and buffers, answering what the pump sent);
+ * then R0, R1, R2.
+ * The guest CID is 3; host listeners wait on <uds>_1024 (stream) and
+ * <uds>_1025 (seqpacket).
+ *
+ * Checked besides ASan/UBSan/LSan: every popped chain is returned on the
+ * TX used ring (the used index advances by exactly the chains taken),
+ * unless the ring was found broken.
+ */
+#include "../devices/virtio_vsock/src/dev_ctl.c"
+#include "../devices/virtio_vsock/src/rx_pump.c"
+
+#include <sys/un.h>
+
+#include "fuzz_input.h"
+
+#define R_N 3
+static const uint64_t r_gpa[R_N] = { 0x0, 0x1000, 0x8000 };
+static const uint64_t r_size[R_N] = { 0x1000, 0x1000, 0x400 };
+
+#define TX_AVAIL 0x000
+#define TX_DESC 0x030
+#define RX_AVAIL 0x130
+#define RX_DESC 0x160
+#define TX_USED 0x260
+#define RX_USED 0x2e8
+
+#define MAX_PEERS 16
+
+static struct vsock_dev *g_dev;
+static int g_listen[2] = { -1, -1 };
+static int g_peers[MAX_PEERS];
+static unsigned int g_npeers;
+
+static void notify_cb(void *opaque, unsigned int q)
+{
+}
+
+static int listen_on(const char *base, uint32_t port, int type)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_%u", base, port);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 64)) {
+		perror("fuzz: host listener");
+		abort();
+	}
+	return fd;
+}
+
+static void setup_once(void)
+{
+	static char path[108];
+	struct vsock_dev_config cfg = {
+		.guest_cid = 3,
+		.uds_path = path,
+		.rx_threads = 1,
+		.mrg_rxbuf = true,
+		.conn_buf_size = 4096, /* small: credit and backlog limits within 8 KiB */
+		.notify = notify_cb,
+	};
+
+	snprintf(path, sizeof(path), "%s/v.sock", fz_scratch_dir());
+	if (vsock_dev_create(&cfg, &g_dev)) {
+		fprintf(stderr, "fuzz: vsock_dev_create failed\n");
+		abort();
+	}
+	g_listen[0] = listen_on(path, 1024, SOCK_STREAM);
+	g_listen[1] = listen_on(path, 1025, SOCK_SEQPACKET);
+	tls_ctl_dev = g_dev; /* this thread plays the control thread */
+}
+
+/* Host peers of guest-initiated connections: accept them, write @data. */
+static void host_peers(const uint8_t *data, size_t len, uint8_t host)
+{
+	unsigned int i;
+	int fd;
+
+	for (i = 0; i < 2; i++) {
+		while ((fd = accept4(g_listen[i], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+			if (g_npeers == MAX_PEERS) {
+				close(fd);
+				continue;
+			}
+			g_peers[g_npeers++] = fd;
+			if (len && send(fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+				/* the device reset it already: fine */
+			}
+			if (host & 8)
+				shutdown(fd, SHUT_RDWR);
+			else if (host & 4)
+				shutdown(fd, SHUT_WR);
+		}
+	}
+}
+
+static void drop_host_peers(void)
+{
+	unsigned int i;
+
+	host_peers(NULL, 0, 0);
+	for (i = 0; i < g_npeers; i++)
+		close(g_peers[i]);
+	g_npeers = 0;
+}
+
+/* The driver adds @n entries to an avail ring: idx += n (little endian). */
+static void bump_idx(uint8_t *idx, uint8_t n)
+{
+	uint16_t v = (uint16_t)(idx[0] | idx[1] << 8) + n;
+
+	idx[0] = (uint8_t)v;
+	idx[1] = (uint8_t)(v >> 8);
+}
+
+/* One turn of pump_main()'s loop, without waiting. */
+static void pump_turn(struct pump *p)
+{
+	struct epoll_event ev[64];
+	struct conn *list;
+	int n, i;
+
+	free_zombies(p);
+	n = epoll_wait(p->epfd, ev, 64, 0);
+	for (i = 0; i < n; i++)
+		handle_event(p, &ev[i]);
+	pthread_mutex_lock(&p->lock);
+	list = p->work_head;
+	p->work_head = p->work_tail = NULL;
+	pthread_mutex_unlock(&p->lock);
+	while (list) {
+		struct conn *c = list;
+		enum serve_result res;
+
+		list = c->work_next;
+		c->on_work = false;
+		res = serve(p, c);
+		if (res == SERVE_REQUEUE) {
+			pump_enqueue(c);
+		} else if (res == SERVE_BLOCKED && !c->on_work) {
+			conn_get(c);
+			c->on_work = true;
+			if (p->starved) {
+				c->work_next = p->blocked;
+				p->blocked = c;
+			} else {
+				list_append(p, c);
+			}
+		}
+		conn_put(c);
+	}
+	serve_raw(p);
+	done_flush(p);
+}
+
+/* A host client on uds_path sends "CONNECT <port>\n"; the device reads it. */
+static int host_client(struct vsock_dev *dev, uint32_t port, const uint8_t *data, size_t len)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char line[32 + 255];
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int n;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", dev->uds_path);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		perror("fuzz: host client");
+		abort();
+	}
+	n = snprintf(line, 32, "CONNECT %u\n", port);
+	memcpy(line + n, data, len);
+	n += (int)len;
+	FZ_CHECK(write(fd, line, (size_t)n) == n);
+	accept_all(dev);
+	while (dev->pending)
+		handle_pending(dev, dev->pending);
+	return fd;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct vsock_mem_region regs[R_N];
+	struct vsock_vring_config tx = { .desc_gpa = TX_DESC,
+					 .avail_gpa = TX_AVAIL,
+					 .used_gpa = TX_USED,
+					 .kick_fd = -1,
+					 .call_fd = -1 };
+	struct vsock_vring_config rx = { .desc_gpa = RX_DESC,
+					 .avail_gpa = RX_AVAIL,
+					 .used_gpa = RX_USED,
+					 .kick_fd = -1,
+					 .call_fd = -1 };
+	uint64_t features = (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_VSOCK_F_STREAM);
+	struct vsock_dev_counters before, after;
+	uint8_t *hva[R_N], flags, sizes, host, hdata[255], hlen, tx_more, rx_more;
+	uint32_t host_port;
+	uint16_t used0;
+	struct vsock_dev *dev;
+	unsigned int i;
+	int client = -1;
+	struct fz f;
+
+	if (!g_dev)
+		setup_once();
+	dev = g_dev;
+	fz_init(&f, data, size);
+	flags = fz_u8(&f);
+	sizes = fz_u8(&f);
+	host = fz_u8(&f);
+	host_port = fz_u32(&f);
+	hlen = fz_u8(&f);
+	fz_bytes(&f, hdata, hlen);
+	tx_more = fz_u8(&f);
+	rx_more = fz_u8(&f);
+	if (flags & 1)
+		features |= 1ull << VIRTIO_RING_F_EVENT_IDX;
+	if (flags & 2)
+		features |= 1ull << VIRTIO_RING_F_INDIRECT_DESC;
+	if (flags & 4)
+		features |= 1ull << VIRTIO_VSOCK_F_SEQPACKET;
+	if (flags & 8)
+		features |= 1ull << VIRTIO_VSOCK_F_MRG_RXBUF;
+	tx.num = (uint16_t)(1u << ((sizes & 7) % 5));
+	rx.num = (uint16_t)(1u << (((sizes >> 4) & 7) % 5));
+	for (i = 0; i < R_N; i++) {
+		hva[i] = malloc(r_size[i]);
+		if (!hva[i])
+			abort();
+		fz_bytes(&f, hva[i], r_size[i]);
+		regs[i] = (struct vsock_mem_region){ r_gpa[i], r_size[i], hva[i] };
+	}
+
+	FZ_CHECK(vsock_dev_set_mem(dev, regs, R_N) == 0);
+	FZ_CHECK(vsock_dev_set_features(dev, features) == 0);
+	FZ_CHECK(vsock_dev_set_vring(dev, VSOCK_VQ_TX, &tx) == 0);
+	FZ_CHECK(vsock_dev_set_vring(dev, VSOCK_VQ_RX, &rx) == 0);
+	/* What dev_resume() does, minus the threads. */
+	FZ_CHECK(vq_setup(&dev->rxq, &dev->gm, &dev->vring[VSOCK_VQ_RX], dev->features) == 0);
+	FZ_CHECK(vq_setup(&dev->txq, &dev->gm, &dev->vring[VSOCK_VQ_TX], dev->features) == 0);
+	dev->rx_batch = 4;
+	dev->next_host_port = HOST_PORT_MIN; /* same ports for the same input */
+
+	if (host & 1)
+		client = host_client(dev, host_port, hdata, hlen);
+
+	used0 = dev->txq.used_idx;
+	vsock_dev_get_counters(dev, &before);
+	for (i = 0; i < 4 && process_tx(dev); i++)
+		;
+	vsock_dev_get_counters(dev, &after);
+	/* Every chain taken is returned, whatever it held (unless the ring broke). */
+	if (!dev->txq.broken)
+		FZ_CHECK((uint16_t)(dev->txq.used_idx - used0) ==
+			 (uint16_t)(after.tx_pkts - before.tx_pkts));
+
+	if (host & 2) {
+		struct pump *p = &dev->pumps[0];
+
+		host_peers(hdata, hlen, host);
+		for (i = 0; i < 6; i++) {
+			pump_turn(p);
+			if (i == 0) {
+				bump_idx(hva[0] + TX_AVAIL + 2, tx_more);
+				bump_idx(hva[0] + RX_AVAIL + 2, rx_more);
+				pump_rx_kicked(dev);
+			}
+			/* The guest's answers to what the pump sent, if the ring has more. */
+			process_tx(dev);
+		}
+		cache_return(p);
+		free_zombies(p);
+	}
+
+	vsock_dev_reset(dev);
+	drop_host_peers();
+	if (client >= 0)
+		close(client);
+	for (i = 0; i < R_N; i++)
+		free(hva[i]);
+	return 0;
+}
