@@ -5,10 +5,11 @@
  * group of this process. Data both ways byte-exact, with and without
  * MRG_RXBUF; credit kept end to end with a slow reader; RST for an unknown
  * CID and for a CID of another group; stop, reset or destroy of one device
- * resets the peer's connections; a 64 KiB RW packet split into 4 KiB
- * packets for a destination without MRG_RXBUF (SEQPACKET EOM on the last
- * piece only); a spoofed src_cid never leaves the sender; the forward
- * queue cap stalls the sender's TX, loses nothing and resumes.
+ * resets the peer's connections; a malformed packet resets both ends; a
+ * 64 KiB RW packet split into 4 KiB packets for a destination without
+ * MRG_RXBUF (SEQPACKET EOM on the last piece only); a spoofed src_cid never
+ * leaves the sender; the forward queue cap stalls the sender's TX, loses
+ * nothing and resumes.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -433,6 +434,39 @@ START_TEST(t_forward_cap)
 }
 END_TEST
 
+/*
+ * A malformed packet (op 99, _i 0; len beyond the chain, _i 1) from A on a
+ * guest-to-guest connection: counted, and the connection is reset at both
+ * ends, as a host connection would be.
+ */
+START_TEST(t_malformed_resets_both)
+{
+	struct fx_opts oa = { 0 }, ob = { 0 };
+	struct vsock_dev_counters c0;
+	struct virtio_vsock_hdr h;
+	struct sim_conn *ca, *cb;
+	struct sim_conn_info ia;
+	struct fx a, b;
+
+	setup2(&a, &b, &oa, &ob);
+	connect_ab(&a, &b, PORT, VIRTIO_VSOCK_TYPE_STREAM, &ca, &cb);
+	fx_counters(&a, &c0);
+	sim_conn_info(ca, &ia);
+	sim_hdr_init(a.drv, &h, ia.local_port, ia.peer_port, VIRTIO_VSOCK_TYPE_STREAM,
+		     _i ? VIRTIO_VSOCK_OP_RW : 99);
+	h.dst_cid = CID_B;
+	h.len = _i ? 5000 : 0;
+	ck_assert_int_ge(sim_send_pkt(a.drv, &h, NULL, _i ? 100 : 0, SIM_SHAPE_LINEAR, FX_T), 0);
+	FX_WAIT_EQ(&a, malformed_pkts, c0.malformed_pkts + 1);
+	ck_assert_int_eq(sim_wait_reset(ca, FX_T), 0);
+	ck_assert_int_eq(sim_wait_reset(cb, FX_T), 0);
+	sim_abort(ca);
+	sim_abort(cb);
+	fx_teardown(&a);
+	fx_teardown(&b);
+}
+END_TEST
+
 /* Two devices with one CID: the second gets -EADDRINUSE, unless in another group. */
 START_TEST(t_cid_unique)
 {
@@ -466,6 +500,7 @@ static Suite *suite(void)
 	FX_ADD_LOOP(s, t_split_seqpacket, 2, 30);
 	FX_ADD_LOOP(s, t_spoofed_src, 2, 30);
 	FX_ADD(s, t_forward_cap, 60);
+	FX_ADD_LOOP(s, t_malformed_resets_both, 2, 30);
 	return s;
 }
 
