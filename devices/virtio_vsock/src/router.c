@@ -5,10 +5,10 @@
  * destination's RX virtqueue by its pump 0. See router.h for the model,
  * the caps and the locking.
  *
- * Behaviour follows what Linux does between two guests of one host
- * (net/vmw_vsock/vhost_transport.c routes by CID between guests and
- * answers an unreachable CID with an RST; virtio_transport_common.c is
- * the protocol both ends run).
+ * Both guests run the protocol of Linux's
+ * net/vmw_vsock/virtio_transport_common.c between themselves; the device
+ * refuses with an RST where a Linux peer would answer one for a packet of
+ * no socket (virtio_transport_reset_no_sock()).
  */
 #include <endian.h>
 #include <errno.h>
