@@ -340,6 +340,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 
+	for (i = 0; i < n_guests; i++)
+		guests[i].listen_fd = -1; /* the cleanup at out: must not close fd 0 */
+
 	/*
 	 * Device threads inherit this mask: SIGTERM/SIGINT reach us through
 	 * sig_fd only, SIGUSR1 through usr1_main().
@@ -363,7 +366,6 @@ int main(int argc, char **argv)
 		struct guest *g = &guests[i];
 		struct vsock_dev_config dc = cfg;
 
-		g->listen_fd = -1;
 		g->stop_fd = stop_fd;
 		g->fail_fd = fail_fd;
 		dc.guest_cid = g->cid;
