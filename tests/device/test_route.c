@@ -9,7 +9,7 @@
  * 64 KiB RW packet split into 4 KiB packets for a destination without
  * MRG_RXBUF (SEQPACKET EOM on the last piece only); a spoofed src_cid never
  * leaves the sender; the forward queue cap stalls the sender's TX, loses
- * nothing and resumes.
+ * nothing and resumes; SEQPACKET to a guest that did not negotiate it is refused.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -467,6 +467,36 @@ START_TEST(t_malformed_resets_both)
 }
 END_TEST
 
+/* B did not negotiate SEQPACKET: A's SEQPACKET REQUEST gets an RST, STREAM still works. */
+START_TEST(t_seqpacket_not_negotiated)
+{
+	struct fx_opts oa = { 0 }, ob = { .drv.features = (1ull << VIRTIO_F_VERSION_1) |
+							  (1ull << VIRTIO_RING_F_EVENT_IDX) |
+							  (1ull << VIRTIO_VSOCK_F_STREAM) };
+	struct vsock_dev_counters b0, b1;
+	struct sim_conn *ca, *cb;
+	struct sim_listener *l;
+	struct fx a, b;
+
+	setup2(&a, &b, &oa, &ob);
+	ck_assert_uint_eq(sim_drv_features(b.drv) & (1ull << VIRTIO_VSOCK_F_SEQPACKET), 0);
+	ck_assert_int_eq(sim_listen(b.drv, PORT + 1, VIRTIO_VSOCK_TYPE_SEQPACKET, 1, &l), 0);
+	fx_counters(&b, &b0);
+	ck_assert_int_eq(
+		sim_connect_cid(a.drv, CID_B, PORT + 1, VIRTIO_VSOCK_TYPE_SEQPACKET, FX_T, &ca),
+		-ECONNRESET);
+	fx_counters(&b, &b1);
+	ck_assert_uint_eq(b1.rx_pkts, b0.rx_pkts);
+	connect_ab(&a, &b, PORT, VIRTIO_VSOCK_TYPE_STREAM, &ca, &cb);
+	both_ways(ca, cb, 100000, 0, 0);
+	sim_abort(ca);
+	ck_assert_int_eq(sim_wait_reset(cb, FX_T), 0);
+	sim_abort(cb);
+	fx_teardown(&a);
+	fx_teardown(&b);
+}
+END_TEST
+
 /* Two devices with one CID: the second gets -EADDRINUSE, unless in another group. */
 START_TEST(t_cid_unique)
 {
@@ -501,6 +531,7 @@ static Suite *suite(void)
 	FX_ADD_LOOP(s, t_spoofed_src, 2, 30);
 	FX_ADD(s, t_forward_cap, 60);
 	FX_ADD_LOOP(s, t_malformed_resets_both, 2, 30);
+	FX_ADD(s, t_seqpacket_not_negotiated, 30);
 	return s;
 }
 
