@@ -34,6 +34,7 @@ void fx_setup(struct fx *fx, const struct fx_opts *o)
 		.conn_buf_size = o->conn_buf_size,
 		.rx_pkt_max = o->rx_pkt_max,
 		.host_wait_ms = o->host_wait_ms,
+		.group = o->group,
 	};
 	if (o->drv.notify_cb) {
 		fx->dcfg.notify = sim_drv_notify;

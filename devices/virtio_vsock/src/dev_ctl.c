@@ -212,7 +212,7 @@ static void guest_connect(struct vsock_dev *dev, const struct virtio_vsock_hdr *
 	int fd;
 
 	if (__atomic_load_n(&dev->mux.count, __ATOMIC_RELAXED) >= dev->mux.max ||
-	    uds_connect_port(dev->uds_path, h->dst_port, type, &fd)) {
+	    !dev->uds_path[0] || uds_connect_port(dev->uds_path, h->dst_port, type, &fd)) {
 		dev_reply_rst(dev, h);
 		return;
 	}
@@ -246,6 +246,10 @@ static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
 
 	e = pkt_parse_tx(ch, dev->cfg.guest_cid, dev_has_feature(dev, VIRTIO_VSOCK_F_SEQPACKET),
 			 &pkt);
+	if (e == PKT_ERR_DST_CID && route_cid_ok(dev, pkt.hdr.dst_cid)) {
+		route_tx(dev, ch, &pkt); /* valid, for another guest (router.c) */
+		return;
+	}
 	if (e != PKT_OK) {
 		conn_tx_flush(dev);
 		CTR_ADD(dev, malformed_pkts, 1);
@@ -257,6 +261,10 @@ static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
 			conn_reset(c, true);
 			pthread_mutex_unlock(&c->lock);
 			conn_put(c);
+		} else if ((e == PKT_ERR_TYPE || e == PKT_ERR_OP || e == PKT_ERR_LEN) &&
+			   pkt.hdr.src_cid == dev->cfg.guest_cid &&
+			   route_cid_ok(dev, pkt.hdr.dst_cid)) {
+			route_tx_bad(dev, &pkt.hdr); /* same rule for a guest-to-guest one */
 		}
 		return;
 	}
@@ -302,7 +310,7 @@ static bool process_tx(struct vsock_dev *dev)
 	bool more = false;
 
 	vq_disable_notify(&dev->txq);
-	while (budget) {
+	while (budget && !route_tx_held(dev)) {
 		int r;
 
 		dev->tx_chain.iov = dev->tx_iov;
@@ -564,6 +572,9 @@ static void *ctl_main(void *arg)
 			tx_more = true;
 			pump_rx_kicked(dev);
 		}
+		/* A packet for another guest waits for room: TX resumes once placed. */
+		if (route_tx_held(dev) && route_tx_retry(dev))
+			tx_more = true;
 		if (tx_more)
 			tx_more = process_tx(dev);
 	}

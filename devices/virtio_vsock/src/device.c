@@ -57,16 +57,19 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	int ret;
 
 	if (!cfg || !out || cfg->guest_cid < 3 || cfg->guest_cid >= 0xffffffffull ||
-	    !cfg->uds_path || !cfg->uds_path[0])
+	    (cfg->uds_path && !cfg->uds_path[0]))
 		return -EINVAL;
-	if (strlen(cfg->uds_path) > UDS_PATH_MAX)
+	if ((cfg->uds_path && strlen(cfg->uds_path) > UDS_PATH_MAX) ||
+	    (cfg->group && strlen(cfg->group) > VSOCK_GROUP_NAME_MAX))
 		return -ENAMETOOLONG;
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return -ENOMEM;
 	dev->cfg = *cfg;
-	strcpy(dev->uds_path, cfg->uds_path);
+	if (cfg->uds_path)
+		strcpy(dev->uds_path, cfg->uds_path); /* else "": no host side */
 	dev->cfg.uds_path = dev->uds_path;
+	dev->cfg.group = NULL; /* the router keeps the name */
 	if (!dev->cfg.max_conns)
 		dev->cfg.max_conns = DEV_DEFAULT_MAX_CONNS;
 	if (!dev->cfg.conn_buf_size)
@@ -121,14 +124,28 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 		ret = -errno;
 		goto err;
 	}
-	ret = uds_listen(dev->uds_path, &dev->listen_fd);
-	if (ret)
+	if (dev->uds_path[0]) {
+		ret = uds_listen(dev->uds_path, &dev->listen_fd);
+		if (ret)
+			goto err;
+		/* -1 only loses the EMFILE refusal */
+		dev->spare_fd = uds_spare_open(dev->listen_fd);
+	}
+	ret = route_join(dev, cfg->group);
+	if (ret) {
+		if (dev->listen_fd >= 0) {
+			close(dev->listen_fd);
+			unlink(dev->uds_path);
+		}
 		goto err;
-	dev->spare_fd = uds_spare_open(dev->listen_fd); /* -1 only loses the EMFILE refusal */
+	}
 	ret = lobby_start(dev);
 	if (ret) {
-		close(dev->listen_fd);
-		unlink(dev->uds_path);
+		route_leave(dev);
+		if (dev->listen_fd >= 0) {
+			close(dev->listen_fd);
+			unlink(dev->uds_path);
+		}
 		goto err;
 	}
 	*out = dev;
@@ -286,6 +303,8 @@ int vsock_dev_start(struct vsock_dev *dev)
 	ret = dev_resume(dev);
 	if (ret)
 		lobby_start(dev);
+	else
+		route_online(dev);
 	return ret;
 }
 
@@ -294,6 +313,7 @@ int vsock_dev_stop(struct vsock_dev *dev, uint16_t last_avail[VSOCK_VQ_NUM])
 	unsigned int q;
 
 	dev_pause(dev, true);
+	route_offline(dev);
 	if (last_avail)
 		for (q = 0; q < VSOCK_VQ_NUM; q++)
 			last_avail[q] = dev->vring[q].last_avail_idx;
@@ -365,6 +385,7 @@ int vsock_dev_reset(struct vsock_dev *dev)
 {
 	dev_pause(dev, false);
 	lobby_stop(dev, false);
+	route_offline(dev);
 	dev_clear(dev);
 	lobby_drop(dev);
 	lobby_start(dev); /* best effort, as in vsock_dev_stop() */
@@ -387,6 +408,7 @@ void vsock_dev_destroy(struct vsock_dev *dev)
 		return;
 	dev_pause(dev, false);
 	lobby_stop(dev, false);
+	route_leave(dev);
 	dev_clear(dev);
 	lobby_drop(dev);
 	if (dev->lobby.wake_fd >= 0)
@@ -395,8 +417,10 @@ void vsock_dev_destroy(struct vsock_dev *dev)
 		close(dev->spare_fd);
 	for (i = 0; i < dev->n_pumps; i++)
 		pump_fini(&dev->pumps[i]);
-	close(dev->listen_fd);
-	unlink(dev->uds_path);
+	if (dev->listen_fd >= 0) {
+		close(dev->listen_fd);
+		unlink(dev->uds_path);
+	}
 	close(dev->ctl_epfd);
 	close(dev->ctl_wake_fd);
 	close(dev->timer_fd);

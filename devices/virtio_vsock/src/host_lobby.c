@@ -126,7 +126,7 @@ int lobby_start(struct vsock_dev *dev)
 	uint64_t v;
 	int ret;
 
-	if (lb->running)
+	if (lb->running || dev->listen_fd < 0) /* no host side: nothing to hold */
 		return 0;
 	if (lb->wake_fd < 0) {
 		lb->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
