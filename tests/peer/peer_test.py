@@ -22,7 +22,8 @@ printed "Control socket listening". Each guest's console goes to <work-dir>/<att
 
 vsock_test stops at its first failing test. So that every test gets a result, the pair is run
 again (fresh guests and device) with `--skip` for every test that already has one, until all
-have one, no progress is made, or --attempts is reached. A test passes when both sides print
+have one, no progress is made, --attempts is reached or fewer than 40 s of --deadline are
+left (guest timeouts shrink to fit the deadline too). A test passes when both sides print
 "N - name...ok". Exit 0 only when every test passed (except the NOT_APPLICABLE ones, each with
 its reason; none today), the device saw traffic and exited cleanly; 1 otherwise; 77 when
 skipped (SKIFF_SKIP_GUESTS=1).
@@ -33,6 +34,7 @@ device defect from a guest or set-up one.
 
 Usage: peer_test.py --skiff-vsock BIN --variant baseline|patched --mrg-rxbuf on|off
                     --work-dir DIR [--mode peer|loopback] [--attempts N] [--timeout S]
+                    [--deadline S]
 """
 import argparse
 import json
@@ -76,17 +78,34 @@ def run(argv, check=True):
 
 
 def reexec_in_namespaces():
-    """Run this script again as PID 1 of new net+pid namespaces; return its exit status."""
+    """Run this script again as PID 1 of new net+pid+mount namespaces; return its status.
+
+    The temporary directory made here becomes a tmpfs inside (vhost-user sockets, initramfs,
+    guest-run.sh's UML directories): whatever is killed how, the namespaces take the
+    network, the processes and the files with them, and only this process removes the
+    (then empty) mount point.
+    """
+    tmp = tempfile.mkdtemp(prefix="skiff-peer-", dir="/tmp")
     argv = ["unshare"]
     if os.geteuid() != 0:
         argv += ["--user", "--map-root-user"]
-    argv += ["--net", "--pid", "--fork", "--kill-child", sys.executable, os.path.abspath(__file__)]
-    env = dict(os.environ, **{INNER_ENV: "1"})
+    argv += ["--net", "--pid", "--mount", "--fork", "--kill-child", sys.executable, os.path.abspath(__file__)]
+    env = dict(os.environ, **{INNER_ENV: tmp})
     try:
         return subprocess.run(argv + sys.argv[1:], env=env).returncode
     except FileNotFoundError:
         log("FAIL: unshare (util-linux) is missing")
         return 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def private_tmp():
+    """Inside the namespaces: a tmpfs on the directory the outer process made; TMPDIR."""
+    tmp = os.environ[INNER_ENV]
+    run(["mount", "-t", "tmpfs", "-o", "mode=0700", "skiff-peer", tmp])
+    os.environ["TMPDIR"] = tmp
+    return tmp
 
 
 class Network:
@@ -238,7 +257,7 @@ class PeerTest:
             if f.endswith((".console", ".log")) or f.startswith("results"):
                 os.unlink(os.path.join(self.work, f))
         # vhost-user socket paths must fit sun_path (108 bytes): not in the build dir.
-        self.sockdir = tempfile.mkdtemp(prefix="skiff-peer-", dir="/tmp")
+        self.sockdir = private_tmp()
         self.net = Network() if a.mode == "peer" else None
         self.procs = []
         self.vsock_test = subprocess.run([os.path.join(REPO, "scripts/build-kernels.sh"), "--print-path", a.variant,
@@ -247,6 +266,13 @@ class PeerTest:
                                                   a.variant, "um"], stdout=subprocess.PIPE, text=True).stdout.strip()
         self.results = {}  # index -> (name, verdict, attempt)
         self.errors = []  # failures that are not one test's (device, guests, set-up)
+
+    def left(self):
+        return max(0.0, self.deadline - time.monotonic())
+
+    def guest_timeout(self):
+        """guest-run.sh --timeout: --timeout, cut to what is left of --deadline."""
+        return max(10, int(min(self.a.timeout, self.left())))
 
     def check_inputs(self):
         for what, p in (("vsock_test", self.vsock_test), ("UML kernel", self.kernel),
@@ -265,7 +291,7 @@ class PeerTest:
 
     def guest_argv(self, g, script, vsock, console):
         argv = [os.path.join(REPO, "scripts/guest-run.sh"), "uml", "--kernel", self.kernel, "--initrd", self.initrd,
-                "--timeout", str(self.a.timeout), "--run", script]
+                "--timeout", str(self.guest_timeout()), "--run", script]
         if vsock:
             argv += ["--vsock", vsock]
         if self.net:
@@ -332,7 +358,7 @@ class PeerTest:
                         ready_marker="Control socket listening")
             guests.append(srv)
             self.procs.append(srv.proc)
-            srv.ready.wait(self.a.timeout)
+            srv.ready.wait(self.left() + 5)
             if srv.ended.is_set() or not any("Control socket listening" in x for x in srv.lines):
                 self.errors.append(f"{tag}: the server guest never listened on its control socket")
                 srv.kill()
@@ -343,10 +369,12 @@ class PeerTest:
             guests.append(cli)
             self.procs.append(cli.proc)
             for g in (cli, srv):
-                rc = g.wait(self.a.timeout + 30)
+                rc = g.wait(self.left() + 15)
                 log(f"{tag}: {g.name} guest exit status {rc}")
                 if rc is None:
-                    self.errors.append(f"{tag}: {g.name} guest did not end within {self.a.timeout + 30} s")
+                    self.errors.append(f"{tag}: {g.name} guest did not end (killed at the deadline)")
+                elif rc == 124:
+                    self.errors.append(f"{tag}: {g.name} guest timed out")
                 elif rc == 125:
                     self.errors.append(f"{tag}: {g.name} guest ended without a result (crash or panic)")
             return {"server": srv.lines, "client": cli.lines}
@@ -369,7 +397,7 @@ class PeerTest:
         g = Guest("loopback", self.guest_argv(SERVER, script, None, None),
                   os.path.join(self.work, f"{tag}-loopback.console"))
         self.procs.append(g.proc)
-        rc = g.wait(self.a.timeout + 30)
+        rc = g.wait(self.left() + 15)
         log(f"{tag}: loopback guest exit status {rc}")
         if rc is None or rc == 125:
             self.errors.append(f"{tag}: the guest did not end cleanly (status {rc})")
@@ -378,6 +406,7 @@ class PeerTest:
     def run(self):
         a = self.a
         t0 = time.monotonic()
+        self.deadline = t0 + a.deadline
         self.check_inputs()
         tests = list_tests(self.vsock_test)
         self.tests = tests
@@ -390,8 +419,8 @@ class PeerTest:
             todo = [i for i in tests if i not in self.results]
             if not todo:
                 break
-            if n > 1 and time.monotonic() - t0 > a.budget:
-                log(f"time budget ({a.budget} s) used: no attempt {n}")
+            if n > 1 and self.left() < 40:
+                log(f"{self.left():.0f} s left of the {a.deadline} s deadline: no attempt {n}")
                 break
             skip = set(self.results)
             tag = f"attempt{n}"
@@ -491,7 +520,6 @@ class PeerTest:
                     pass
         if self.net:
             self.net.teardown()
-        shutil.rmtree(self.sockdir, ignore_errors=True)
 
 
 def main():
@@ -502,14 +530,14 @@ def main():
     ap.add_argument("--work-dir", required=True, help="consoles, logs and results.json go here")
     ap.add_argument("--mode", choices=["peer", "loopback"], default="peer")
     ap.add_argument("--kernel", help="UML kernel; default: build-kernels.sh --print-path VARIANT um")
-    ap.add_argument("--attempts", type=int, default=4, help="runs of the pair at most (see above)")
+    ap.add_argument("--attempts", type=int, default=12, help="runs of the pair at most (see above)")
     ap.add_argument("--timeout", type=int, default=90, help="per guest boot, seconds")
-    ap.add_argument("--budget", type=int, default=150, help="no new attempt after this many seconds")
+    ap.add_argument("--deadline", type=int, default=220, help="seconds for the whole run (see above)")
     a = ap.parse_args()
     if os.environ.get("SKIFF_SKIP_GUESTS") == "1":
         log("skipped (SKIFF_SKIP_GUESTS=1)")
         return 77
-    if os.environ.get(INNER_ENV) != "1":
+    if not os.environ.get(INNER_ENV):
         return reexec_in_namespaces()
     # PID 1 of the new PID namespace: SIGTERM and SIGINT must be handled explicitly.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
