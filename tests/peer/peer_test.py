@@ -327,15 +327,18 @@ class PeerTest:
             rc = "hung on SIGTERM"
         with open(self.dev_log) as f:
             text = f.read()
-        m = re.findall(r"tx_pkts (\d+) tx_bytes (\d+) rx_pkts (\d+)", text)
-        tx = sum(int(x[0]) for x in m)
-        rx = sum(int(x[2]) for x in m)
-        log(f"{tag}: skiff-vsock alive after the guests={alive}, exit={rc}, tx_pkts={tx} rx_pkts={rx}")
+        # Counters per guest ("cid N counters: tx_pkts A ... rx_pkts B"): each guest must
+        # have sent and received through the device.
+        per = re.findall(r"cid (\d+) counters: tx_pkts (\d+) .*?rx_pkts (\d+)", text)
+        if not per:  # a single-guest style line
+            per = [("?",) + x for x in re.findall(r"counters: tx_pkts (\d+) .*?rx_pkts (\d+)", text)]
+        shown = ", ".join(f"cid {c} tx_pkts {tx} rx_pkts {rx}" for c, tx, rx in per)
+        log(f"{tag}: skiff-vsock alive after the guests={alive}, exit={rc}; {shown or 'no counters'}")
         if not alive or rc != 0:
             self.errors.append(f"{tag}: skiff-vsock alive after the guests={alive}, exit status {rc}")
-        elif not m or tx == 0 or rx == 0:
-            self.errors.append(f"{tag}: skiff-vsock counted no traffic (tx_pkts {tx}, rx_pkts {rx}): "
-                               "vsock_test's packets did not go through the device")
+        elif len(per) < 2 or any(int(tx) == 0 or int(rx) == 0 for _, tx, rx in per):
+            self.errors.append(f"{tag}: skiff-vsock did not count traffic both ways for both guests "
+                               f"({shown or 'no counters'}): vsock_test's packets did not go through it")
 
     def vsock_test_argv(self, side, peer_cid, skip):
         argv = ["vsock_test", f"--mode={side}", f"--control-port={CONTROL_PORT}", f"--peer-cid={peer_cid}"]
@@ -368,11 +371,13 @@ class PeerTest:
                         os.path.join(self.work, f"{tag}-client.console"))
             guests.append(cli)
             self.procs.append(cli.proc)
-            for g in (cli, srv):
-                rc = g.wait(self.left() + 15)
+            # The server ends at most vsock_test's 10 s control timeout after the client
+            # (30 s here); without a client it would wait in accept() until its timeout.
+            for g, limit in ((cli, self.left() + 15), (srv, 30)):
+                rc = g.wait(limit)
                 log(f"{tag}: {g.name} guest exit status {rc}")
                 if rc is None:
-                    self.errors.append(f"{tag}: {g.name} guest did not end (killed at the deadline)")
+                    self.errors.append(f"{tag}: {g.name} guest did not end within {limit:.0f} s (killed)")
                 elif rc == 124:
                     self.errors.append(f"{tag}: {g.name} guest timed out")
                 elif rc == 125:
