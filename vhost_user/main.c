@@ -7,10 +7,13 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -20,19 +23,26 @@
 static void usage(FILE *f)
 {
 	fputs("usage: skiff-vsock --socket PATH --cid N --uds PATH [options]\n"
+	      "       skiff-vsock --guest socket=PATH,cid=N[,uds=PATH][,group=NAME] ... [options]\n"
 	      "\n"
 	      "Serve skiff's virtio-vsock device over vhost-user. skiff-vsock listens\n"
-	      "on --socket; a frontend (QEMU vhost-user-vsock-device, UML virtio_uml)\n"
-	      "connects. One frontend is served at a time; a frontend that connects\n"
-	      "while another is served replaces it (a rebooting UML guest reconnects\n"
-	      "without closing its old socket). Host side: Firecracker-style\n"
-	      "hybrid sockets (connect to --uds and write \"CONNECT <port>\\n\"; guest\n"
-	      "connections to port P go to <uds>_<P>).\n"
+	      "on each guest's socket; a frontend (QEMU vhost-user-vsock-device, UML\n"
+	      "virtio_uml) connects. One frontend per guest socket at a time; a frontend\n"
+	      "that connects while another is served replaces it (a rebooting UML guest\n"
+	      "reconnects without closing its old socket). Host side: Firecracker-style\n"
+	      "hybrid sockets (connect to the uds path and write \"CONNECT <port>\\n\";\n"
+	      "guest connections to port P go to <uds>_<P>). Guests served by one\n"
+	      "process reach each other by CID (guest-to-guest routing), unless their\n"
+	      "groups differ.\n"
 	      "\n"
-	      "  --socket PATH        vhost-user socket to listen on\n"
+	      "  --socket PATH        vhost-user socket to listen on (one guest)\n"
 	      "  --cid N              guest CID (3 .. 2^32-2)\n"
 	      "  --uds PATH           host Unix socket path\n"
-	      "  --rx-threads N       RX pump threads (default: from the core count)\n"
+	      "  --guest SPEC         one more guest (repeatable, instead of the three above):\n"
+	      "                       socket=PATH,cid=N[,uds=PATH][,group=NAME]; without uds the\n"
+	      "                       guest has no host side; guests of one group (default:\n"
+	      "                       all) reach each other, CIDs unique within a group\n"
+	      "  --rx-threads N       RX pump threads per guest (default: from the core count)\n"
 	      "  --mrg-rxbuf on|off   offer mergeable RX buffers (default on)\n"
 	      "  --rx-pkt-max BYTES   cap the payload of each host-to-guest RW packet\n"
 	      "                       (1 .. 65536; default: no cap beyond 64 KiB)\n"
@@ -41,7 +51,8 @@ static void usage(FILE *f)
 	      "  --verbose            log every vhost-user request\n"
 	      "  --help, --version\n"
 	      "\n"
-	      "SIGTERM or SIGINT: disconnect, remove both sockets, print counters, exit 0.\n"
+	      "Global options apply to every guest.\n"
+	      "SIGTERM or SIGINT: disconnect, remove the socket files, print counters, exit 0.\n"
 	      "SIGUSR1: print the device counters.\n",
 	      f);
 }
@@ -59,18 +70,43 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-static void print_dev_counters(struct vsock_dev *dev)
+/* One served guest: its device, vhost-user backend and listening socket. */
+struct guest {
+	const char *sock_path;
+	const char *uds_path; /* NULL: no host side */
+	const char *group; /* NULL: the default group */
+	uint64_t cid;
+	struct vsock_dev *dev;
+	struct vu_backend *vb;
+	int listen_fd;
+	pthread_t thread;
+	bool running;
+	int stop_fd; /* eventfd: readable once the process stops */
+	int fail_fd; /* eventfd: written when this guest's server fails */
+	int ret; /* vu_server_serve() result */
+};
+
+#define MAX_GUESTS 64
+
+static struct guest guests[MAX_GUESTS];
+static unsigned int n_guests;
+static bool multi_form; /* --guest given: counters name the CID */
+
+static void print_dev_counters(const struct guest *g)
 {
 	struct vsock_dev_counters c;
+	char who[40] = "";
 
-	vsock_dev_get_counters(dev, &c);
+	if (multi_form)
+		snprintf(who, sizeof(who), " cid %" PRIu64, g->cid);
+	vsock_dev_get_counters(g->dev, &c);
 	fprintf(stderr,
-		"skiff-vsock: counters: tx_pkts %" PRIu64 " tx_bytes %" PRIu64 " rx_pkts %" PRIu64
+		"skiff-vsock:%s counters: tx_pkts %" PRIu64 " tx_bytes %" PRIu64 " rx_pkts %" PRIu64
 		" rx_bytes %" PRIu64 " kicks %" PRIu64 " irqs_sent %" PRIu64
 		" irqs_suppressed %" PRIu64 " conn_resets %" PRIu64 " dropped_pkts %" PRIu64
 		" malformed_pkts %" PRIu64 " conns_opened %" PRIu64 " conns_closed %" PRIu64
 		" dev_resets %" PRIu64 "\n",
-		c.tx_pkts, c.tx_bytes, c.rx_pkts, c.rx_bytes, c.kicks, c.irqs_sent,
+		who, c.tx_pkts, c.tx_bytes, c.rx_pkts, c.rx_bytes, c.kicks, c.irqs_sent,
 		c.irqs_suppressed, c.conn_resets, c.dropped_pkts, c.malformed_pkts, c.conns_opened,
 		c.conns_closed, c.dev_resets);
 }
@@ -78,26 +114,102 @@ static void print_dev_counters(struct vsock_dev *dev)
 /* SIGUSR1: print the device counters (thread safe), keep running. */
 static void *usr1_main(void *arg)
 {
+	unsigned int i;
 	sigset_t set;
 	int sig;
 
+	(void)arg;
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
 	while (sigwait(&set, &sig) == 0)
-		print_dev_counters(arg);
+		for (i = 0; i < n_guests; i++)
+			print_dev_counters(&guests[i]);
 	return NULL;
 }
 
-static void print_counters(struct vsock_dev *dev, struct vu_backend *vb)
+static void print_counters(const struct guest *g)
 {
 	struct vu_backend_stats s;
+	char who[40] = "";
 
-	print_dev_counters(dev);
-	vu_backend_get_stats(vb, &s);
+	if (multi_form)
+		snprintf(who, sizeof(who), " cid %" PRIu64, g->cid);
+	print_dev_counters(g);
+	vu_backend_get_stats(g->vb, &s);
 	fprintf(stderr,
-		"skiff-vsock: vhost-user: msgs %" PRIu64 " rejected %" PRIu64
+		"skiff-vsock:%s vhost-user: msgs %" PRIu64 " rejected %" PRIu64
 		" disconnects %" PRIu64 " dev_starts %" PRIu64 "\n",
-		s.msgs, s.rejected, s.disconnects, s.dev_starts);
+		who, s.msgs, s.rejected, s.disconnects, s.dev_starts);
+}
+
+/* A guest's server thread: one frontend at a time until the process stops. */
+static void *guest_main(void *arg)
+{
+	struct guest *g = arg;
+	uint64_t one = 1;
+	char name[16];
+	ssize_t r;
+
+	snprintf(name, sizeof(name), "vu-%" PRIu64, g->cid);
+	pthread_setname_np(pthread_self(), name);
+	g->ret = vu_server_serve(g->listen_fd, g->vb, g->stop_fd);
+	if (g->ret) {
+		fprintf(stderr, "skiff-vsock: serving %s: %s\n", g->sock_path, strerror(-g->ret));
+		r = write(g->fail_fd, &one, sizeof(one));
+		(void)r;
+	}
+	return NULL;
+}
+
+/*
+ * Parse "socket=PATH,cid=N[,uds=PATH][,group=NAME]" into @g. @spec is
+ * modified (commas become NULs) and must outlive @g.
+ */
+static int parse_guest(char *spec, struct guest *g)
+{
+	bool have_cid = false;
+	char *save = NULL, *kv;
+	uint64_t v;
+
+	memset(g, 0, sizeof(*g));
+	for (kv = strtok_r(spec, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+		char *val = strchr(kv, '=');
+
+		if (!val || val == kv || !val[1]) {
+			fprintf(stderr, "skiff-vsock: --guest: '%s' is not key=value\n", kv);
+			return -EINVAL;
+		}
+		*val++ = 0;
+		if (!strcmp(kv, "socket") && !g->sock_path) {
+			g->sock_path = val;
+		} else if (!strcmp(kv, "uds") && !g->uds_path) {
+			g->uds_path = val;
+		} else if (!strcmp(kv, "group") && !g->group) {
+			if (strlen(val) > VSOCK_GROUP_NAME_MAX) {
+				fprintf(stderr, "skiff-vsock: --guest: group name over %d bytes\n",
+					VSOCK_GROUP_NAME_MAX);
+				return -EINVAL;
+			}
+			g->group = val;
+		} else if (!strcmp(kv, "cid") && !have_cid) {
+			if (parse_u64(val, UINT32_MAX - 1, &v) || v < 3) {
+				fprintf(stderr,
+					"skiff-vsock: --guest: bad cid '%s' (3 .. 4294967294)\n",
+					val);
+				return -EINVAL;
+			}
+			g->cid = v;
+			have_cid = true;
+		} else {
+			fprintf(stderr, "skiff-vsock: --guest: unknown or repeated key '%s'\n", kv);
+			return -EINVAL;
+		}
+	}
+	if (!g->sock_path || !have_cid) {
+		fprintf(stderr, "skiff-vsock: --guest needs socket= and cid=\n");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -106,6 +218,7 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "cid", required_argument, NULL, 'c' },
 		{ "uds", required_argument, NULL, 'u' },
+		{ "guest", required_argument, NULL, 'g' },
 		{ "rx-threads", required_argument, NULL, 'r' },
 		{ "mrg-rxbuf", required_argument, NULL, 'm' },
 		{ "rx-pkt-max", required_argument, NULL, 'p' },
@@ -116,14 +229,14 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct vsock_dev_config cfg = { .mrg_rxbuf = true };
-	const char *sock_path = NULL;
-	struct vu_backend *vb = NULL;
-	struct vsock_dev *dev = NULL;
+	const char *sock_path = NULL, *uds_path = NULL;
 	bool verbose = false, have_cid = false;
-	int listen_fd = -1, sig_fd = -1, opt, ret, status = 1;
+	int sig_fd = -1, stop_fd = -1, fail_fd = -1, opt, ret, status = 1;
+	uint64_t v, cid = 0, one = 1;
+	unsigned int i, j;
 	pthread_t usr1;
-	uint64_t v;
 	sigset_t set;
+	ssize_t wr;
 
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
@@ -136,11 +249,21 @@ int main(int argc, char **argv)
 					optarg);
 				return 2;
 			}
-			cfg.guest_cid = v;
+			cid = v;
 			have_cid = true;
 			break;
 		case 'u':
-			cfg.uds_path = optarg;
+			uds_path = optarg;
+			break;
+		case 'g':
+			if (n_guests == MAX_GUESTS) {
+				fprintf(stderr, "skiff-vsock: at most %d guests\n", MAX_GUESTS);
+				return 2;
+			}
+			if (parse_guest(optarg, &guests[n_guests]))
+				return 2;
+			n_guests++;
+			multi_form = true;
 			break;
 		case 'p':
 			if (parse_u64(optarg, VIRTIO_VSOCK_MAX_PKT_BUF_SIZE, &v) || !v) {
@@ -191,11 +314,31 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc || !sock_path || !cfg.uds_path || !have_cid) {
-		fprintf(stderr, "skiff-vsock: --socket, --cid and --uds are required\n");
+	if (optind != argc) {
 		usage(stderr);
 		return 2;
 	}
+	if (multi_form && (sock_path || uds_path || have_cid)) {
+		fprintf(stderr, "skiff-vsock: use either --guest or --socket/--cid/--uds\n");
+		return 2;
+	}
+	if (!multi_form) {
+		if (!sock_path || !uds_path || !have_cid) {
+			fprintf(stderr, "skiff-vsock: --socket, --cid and --uds are required\n");
+			usage(stderr);
+			return 2;
+		}
+		guests[0] =
+			(struct guest){ .sock_path = sock_path, .uds_path = uds_path, .cid = cid };
+		n_guests = 1;
+	}
+	for (i = 0; i < n_guests; i++)
+		for (j = 0; j < i; j++)
+			if (!strcmp(guests[i].sock_path, guests[j].sock_path)) {
+				fprintf(stderr, "skiff-vsock: socket %s given twice\n",
+					guests[i].sock_path);
+				return 2;
+			}
 
 	/*
 	 * Device threads inherit this mask: SIGTERM/SIGINT reach us through
@@ -209,45 +352,101 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	sigdelset(&set, SIGUSR1);
 	sig_fd = signalfd(-1, &set, SFD_CLOEXEC);
-	if (sig_fd < 0) {
-		perror("skiff-vsock: signalfd");
-		return 1;
+	stop_fd = eventfd(0, EFD_CLOEXEC);
+	fail_fd = eventfd(0, EFD_CLOEXEC);
+	if (sig_fd < 0 || stop_fd < 0 || fail_fd < 0) {
+		perror("skiff-vsock: signalfd/eventfd");
+		goto out;
 	}
 
-	ret = vsock_dev_create(&cfg, &dev);
-	if (ret) {
-		fprintf(stderr, "skiff-vsock: device on %s: %s\n", cfg.uds_path, strerror(-ret));
-		goto out;
+	for (i = 0; i < n_guests; i++) {
+		struct guest *g = &guests[i];
+		struct vsock_dev_config dc = cfg;
+
+		g->listen_fd = -1;
+		g->stop_fd = stop_fd;
+		g->fail_fd = fail_fd;
+		dc.guest_cid = g->cid;
+		dc.uds_path = g->uds_path;
+		dc.group = g->group;
+		ret = vsock_dev_create(&dc, &g->dev);
+		if (ret) {
+			if (multi_form)
+				fprintf(stderr,
+					"skiff-vsock: guest cid %" PRIu64 " (host side %s): %s%s\n",
+					g->cid, g->uds_path ? g->uds_path : "none", strerror(-ret),
+					ret == -EADDRINUSE ?
+						" (CID taken in its group, or uds live)" :
+						"");
+			else
+				fprintf(stderr, "skiff-vsock: device on %s: %s\n", g->uds_path,
+					strerror(-ret));
+			goto out;
+		}
+		ret = vu_backend_create(g->dev, verbose, &g->vb);
+		if (ret) {
+			fprintf(stderr, "skiff-vsock: %s\n", strerror(-ret));
+			goto out;
+		}
+		ret = vu_server_listen(g->sock_path, &g->listen_fd);
+		if (ret) {
+			fprintf(stderr, "skiff-vsock: listen on %s: %s\n", g->sock_path,
+				strerror(-ret));
+			goto out;
+		}
+		if (verbose)
+			fprintf(stderr,
+				"skiff-vsock: listening on %s, cid %" PRIu64
+				", host side %s, group %s\n",
+				g->sock_path, g->cid, g->uds_path ? g->uds_path : "(none)",
+				g->group ? g->group : "(default)");
 	}
-	if (pthread_create(&usr1, NULL, usr1_main, dev) == 0)
+	if (pthread_create(&usr1, NULL, usr1_main, NULL) == 0)
 		pthread_detach(usr1);
-	ret = vu_backend_create(dev, verbose, &vb);
-	if (ret) {
-		fprintf(stderr, "skiff-vsock: %s\n", strerror(-ret));
-		goto out;
+	for (i = 0; i < n_guests; i++) {
+		ret = pthread_create(&guests[i].thread, NULL, guest_main, &guests[i]);
+		if (ret) {
+			fprintf(stderr, "skiff-vsock: thread: %s\n", strerror(ret));
+			goto out;
+		}
+		guests[i].running = true;
 	}
-	ret = vu_server_listen(sock_path, &listen_fd);
-	if (ret) {
-		fprintf(stderr, "skiff-vsock: listen on %s: %s\n", sock_path, strerror(-ret));
-		goto out;
+	{
+		struct pollfd p[2] = {
+			{ .fd = sig_fd, .events = POLLIN },
+			{ .fd = fail_fd, .events = POLLIN },
+		};
+
+		while (poll(p, 2, -1) < 0 && errno == EINTR)
+			;
+		status = p[1].revents ? 1 : 0;
 	}
-	if (verbose)
-		fprintf(stderr, "skiff-vsock: listening on %s, cid %" PRIu64 ", host side %s\n",
-			sock_path, cfg.guest_cid, cfg.uds_path);
-	ret = vu_server_serve(listen_fd, vb, sig_fd);
-	if (ret) {
-		fprintf(stderr, "skiff-vsock: serving %s: %s\n", sock_path, strerror(-ret));
-		goto out;
-	}
-	print_counters(dev, vb);
-	status = 0;
 out:
-	if (listen_fd >= 0) {
-		close(listen_fd);
-		unlink(sock_path);
+	if (stop_fd >= 0) {
+		wr = write(stop_fd, &one, sizeof(one));
+		(void)wr;
 	}
-	vu_backend_destroy(vb);
-	vsock_dev_destroy(dev);
-	close(sig_fd);
+	for (i = 0; i < n_guests; i++)
+		if (guests[i].running)
+			pthread_join(guests[i].thread, NULL);
+	for (i = 0; i < n_guests; i++) {
+		struct guest *g = &guests[i];
+
+		if (g->vb && g->dev && !status)
+			print_counters(g);
+		if (g->listen_fd >= 0) {
+			close(g->listen_fd);
+			unlink(g->sock_path);
+		}
+		vu_backend_destroy(g->vb);
+	}
+	for (i = 0; i < n_guests; i++)
+		vsock_dev_destroy(guests[i].dev);
+	if (sig_fd >= 0)
+		close(sig_fd);
+	if (stop_fd >= 0)
+		close(stop_fd);
+	if (fail_fd >= 0)
+		close(fail_fd);
 	return status;
 }

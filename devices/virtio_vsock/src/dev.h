@@ -161,6 +161,8 @@ struct vsock_dev {
 	struct rx_slot ctl_rx; /* rx_send_hdr_now() scratch (control thread) */
 
 	struct dev_counters ctr;
+
+	struct route_member *route; /* guest-to-guest routing (router.c) */
 };
 
 #define CTR_ADD(dev, field, n) \
@@ -229,5 +231,8 @@ void ctl_drop_timed(struct vsock_dev *dev);
 
 /* host_uds.c */
 #include "host_uds.h"
+
+/* router.c */
+#include "router.h"
 
 #endif

@@ -193,7 +193,7 @@ static void guest_connect(struct vsock_dev *dev, const struct virtio_vsock_hdr *
 	int fd;
 
 	if (__atomic_load_n(&dev->mux.count, __ATOMIC_RELAXED) >= dev->mux.max ||
-	    uds_connect_port(dev->uds_path, h->dst_port, type, &fd)) {
+	    !dev->uds_path[0] || uds_connect_port(dev->uds_path, h->dst_port, type, &fd)) {
 		dev_reply_rst(dev, h);
 		return;
 	}
@@ -227,6 +227,10 @@ static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
 
 	e = pkt_parse_tx(ch, dev->cfg.guest_cid, dev_has_feature(dev, VIRTIO_VSOCK_F_SEQPACKET),
 			 &pkt);
+	if (e == PKT_ERR_DST_CID && route_cid_ok(dev, pkt.hdr.dst_cid)) {
+		route_tx(dev, ch, &pkt); /* valid, for another guest (router.c) */
+		return;
+	}
 	if (e != PKT_OK) {
 		conn_tx_flush(dev);
 		CTR_ADD(dev, malformed_pkts, 1);
@@ -283,7 +287,7 @@ static bool process_tx(struct vsock_dev *dev)
 	bool more = false;
 
 	vq_disable_notify(&dev->txq);
-	while (budget) {
+	while (budget && !route_tx_held(dev)) {
 		int r;
 
 		dev->tx_chain.iov = dev->tx_iov;
@@ -506,6 +510,9 @@ static void *ctl_main(void *arg)
 			tx_more = true;
 			pump_rx_kicked(dev);
 		}
+		/* A packet for another guest waits for room: TX resumes once placed. */
+		if (route_tx_held(dev) && route_tx_retry(dev))
+			tx_more = true;
 		if (tx_more)
 			tx_more = process_tx(dev);
 	}

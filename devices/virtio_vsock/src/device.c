@@ -57,16 +57,19 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	int ret;
 
 	if (!cfg || !out || cfg->guest_cid < 3 || cfg->guest_cid >= 0xffffffffull ||
-	    !cfg->uds_path || !cfg->uds_path[0])
+	    (cfg->uds_path && !cfg->uds_path[0]))
 		return -EINVAL;
-	if (strlen(cfg->uds_path) > UDS_PATH_MAX)
+	if ((cfg->uds_path && strlen(cfg->uds_path) > UDS_PATH_MAX) ||
+	    (cfg->group && strlen(cfg->group) > VSOCK_GROUP_NAME_MAX))
 		return -ENAMETOOLONG;
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return -ENOMEM;
 	dev->cfg = *cfg;
-	strcpy(dev->uds_path, cfg->uds_path);
+	if (cfg->uds_path)
+		strcpy(dev->uds_path, cfg->uds_path); /* else "": no host side */
 	dev->cfg.uds_path = dev->uds_path;
+	dev->cfg.group = NULL; /* the router keeps the name */
 	if (!dev->cfg.max_conns)
 		dev->cfg.max_conns = DEV_DEFAULT_MAX_CONNS;
 	if (!dev->cfg.conn_buf_size)
@@ -117,9 +120,19 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 		ret = -errno;
 		goto err;
 	}
-	ret = uds_listen(dev->uds_path, &dev->listen_fd);
-	if (ret)
+	if (dev->uds_path[0]) {
+		ret = uds_listen(dev->uds_path, &dev->listen_fd);
+		if (ret)
+			goto err;
+	}
+	ret = route_join(dev, cfg->group);
+	if (ret) {
+		if (dev->listen_fd >= 0) {
+			close(dev->listen_fd);
+			unlink(dev->uds_path);
+		}
 		goto err;
+	}
 	*out = dev;
 	return 0;
 err:
@@ -263,9 +276,14 @@ int vsock_dev_set_vring(struct vsock_dev *dev, unsigned int q,
 
 int vsock_dev_start(struct vsock_dev *dev)
 {
+	int ret;
+
 	if (dev->started)
 		return -EALREADY;
-	return dev_resume(dev);
+	ret = dev_resume(dev);
+	if (!ret)
+		route_online(dev);
+	return ret;
 }
 
 int vsock_dev_stop(struct vsock_dev *dev, uint16_t last_avail[VSOCK_VQ_NUM])
@@ -273,6 +291,7 @@ int vsock_dev_stop(struct vsock_dev *dev, uint16_t last_avail[VSOCK_VQ_NUM])
 	unsigned int q;
 
 	dev_pause(dev, true);
+	route_offline(dev);
 	if (last_avail)
 		for (q = 0; q < VSOCK_VQ_NUM; q++)
 			last_avail[q] = dev->vring[q].last_avail_idx;
@@ -342,6 +361,7 @@ static void dev_clear(struct vsock_dev *dev)
 int vsock_dev_reset(struct vsock_dev *dev)
 {
 	dev_pause(dev, false);
+	route_offline(dev);
 	dev_clear(dev);
 	dev->features = 0;
 	memset(dev->vring_set, 0, sizeof(dev->vring_set));
@@ -361,11 +381,14 @@ void vsock_dev_destroy(struct vsock_dev *dev)
 	if (!dev)
 		return;
 	dev_pause(dev, false);
+	route_leave(dev);
 	dev_clear(dev);
 	for (i = 0; i < dev->n_pumps; i++)
 		pump_fini(&dev->pumps[i]);
-	close(dev->listen_fd);
-	unlink(dev->uds_path);
+	if (dev->listen_fd >= 0) {
+		close(dev->listen_fd);
+		unlink(dev->uds_path);
+	}
 	close(dev->ctl_epfd);
 	close(dev->ctl_wake_fd);
 	close(dev->timer_fd);

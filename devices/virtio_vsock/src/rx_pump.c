@@ -606,7 +606,8 @@ static void *pump_main(void *arg)
 		int n, i;
 
 		free_zombies(p);
-		raw = p->id == 0 && __atomic_load_n(&dev->raw_n, __ATOMIC_RELAXED);
+		raw = p->id == 0 && (__atomic_load_n(&dev->raw_n, __ATOMIC_RELAXED) ||
+				     route_rx_pending(dev));
 		pthread_mutex_lock(&p->lock);
 		idle = !p->work_head && !(raw && !p->starved);
 		pthread_mutex_unlock(&p->lock);
@@ -666,8 +667,8 @@ static void *pump_main(void *arg)
 			}
 			conn_put(c);
 		}
-		if (p->id == 0)
-			serve_raw(p);
+		if (p->id == 0 && serve_raw(p))
+			route_rx_serve(p); /* packets from other guests (router.c) */
 		done_flush(p);
 	}
 	done_flush(p);

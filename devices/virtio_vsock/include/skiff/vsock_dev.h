@@ -56,6 +56,9 @@ struct vsock_mem_region {
 	void *hva;
 };
 
+/* Longest routing group name (struct vsock_dev_config.group), without the NUL. */
+#define VSOCK_GROUP_NAME_MAX 63
+
 /* The most regions a memory table may hold (vhost-user's usual limit). */
 #define VSOCK_MAX_MEM_REGIONS 8
 
@@ -74,9 +77,21 @@ struct vsock_dev_config {
 	 * Host-side Unix socket path (Firecracker hybrid model): the device
 	 * listens here for "CONNECT <port>\n"; guest-initiated connections to
 	 * port P go to "<uds_path>_<P>". At most 107 bytes with the suffix room
-	 * the device needs; a stale socket file is replaced.
+	 * the device needs; a stale socket file is replaced. NULL: no host
+	 * side (guest packets to CID 2 get an RST, nothing listens); the
+	 * device then only talks to other guests of its group.
 	 */
 	const char *uds_path;
+	/*
+	 * Routing group (guest-to-guest traffic): the devices of this process
+	 * with the same group name see each other by CID; a guest packet whose
+	 * dst_cid is another started member's CID goes to that member's RX
+	 * queue, with no host socket in between. NULL or "" is the default
+	 * group, so by default every device of a process is in one group.
+	 * Devices of different groups cannot reach each other (RST, as for an
+	 * unknown CID). At most VSOCK_GROUP_NAME_MAX bytes; copied.
+	 */
+	const char *group;
 	/* RX pump threads; 0 picks a default from the online core count. */
 	unsigned int rx_threads;
 	/* Offer VIRTIO_VSOCK_F_MRG_RXBUF (bit 4). */
@@ -142,16 +157,22 @@ struct vsock_dev_counters {
  * file), so host clients can connect before the guest is up; their CONNECTs
  * wait until the device is started.
  *
- * Return: 0; -EINVAL for a CID < 3 or >= 0xffffffff or a NULL/empty uds_path;
- * -ENAMETOOLONG when uds_path plus "_<port>" does not fit sockaddr_un;
- * -EADDRINUSE when a live listener owns uds_path; -ENOMEM; other -errno from
+ * Joins its routing group (cfg->group) right away too; it is reachable by
+ * the other members only while started.
+ *
+ * Return: 0; -EINVAL for a CID < 3 or >= 0xffffffff or an empty uds_path;
+ * -ENAMETOOLONG when uds_path plus "_<port>" does not fit sockaddr_un, or
+ * the group name is longer than VSOCK_GROUP_NAME_MAX; -EADDRINUSE when a
+ * live listener owns uds_path, or another device of the same group has
+ * this CID; -ENOMEM; other -errno from
  * socket(2), bind(2), listen(2), epoll_create1(2), pthread_create(3).
  */
 int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out);
 
 /*
  * vsock_dev_destroy() - stop threads, close every host fd, unlink uds_path,
- * free everything. NULL is a no-op.
+ * leave the routing group (peers get an RST for every guest-to-guest
+ * connection through this device), free everything. NULL is a no-op.
  */
 void vsock_dev_destroy(struct vsock_dev *dev);
 
@@ -210,7 +231,10 @@ int vsock_dev_start(struct vsock_dev *dev);
  * vsock_dev_stop() - pause processing, keep connections and host fds.
  * @last_avail: if not NULL, receives each queue's next avail index
  * (for vhost-user GET_VRING_BASE). Returns when no device thread touches
- * guest memory any more. Return: 0 (also when already stopped).
+ * guest memory any more. Guest-to-guest connections do not survive it:
+ * the device becomes unreachable for its group until the next start, and
+ * each peer gets an RST for every connection it had through this device.
+ * Return: 0 (also when already stopped).
  */
 int vsock_dev_stop(struct vsock_dev *dev, uint16_t last_avail[VSOCK_VQ_NUM]);
 
@@ -220,7 +244,7 @@ int vsock_dev_stop(struct vsock_dev *dev, uint16_t last_avail[VSOCK_VQ_NUM]);
  * every connection's host fd (host peers see EOF/ECONNRESET), drops pending
  * CONNECTs, forgets queues, features and the memory table (call
  * vsock_dev_set_mem() again before the next start). The listener on uds_path
- * stays.
+ * stays. Guest-to-guest connections are reset as by vsock_dev_stop().
  * Return: 0.
  */
 int vsock_dev_reset(struct vsock_dev *dev);

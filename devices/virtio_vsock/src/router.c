@@ -1,0 +1,712 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Guest-to-guest routing: groups of devices, per-destination forward
+ * queues, connection tracking from REQUEST to RST, delivery into the
+ * destination's RX virtqueue by its pump 0. See router.h for the model,
+ * the caps and the locking.
+ *
+ * Behaviour follows what Linux does between two guests of one host
+ * (net/vmw_vsock/vhost_transport.c routes by CID between guests and
+ * answers an unreachable CID with an RST; virtio_transport_common.c is
+ * the protocol both ends run).
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dev.h"
+#include "iov.h"
+#include "router.h"
+#include "rx_chains.h"
+
+#define ROUTE_BUCKETS 1024u
+
+/* One packet on its way to a destination, header in host order. */
+struct fwd_pkt {
+	struct fwd_pkt *next;
+	struct virtio_vsock_hdr hdr; /* hdr.len: payload bytes in data (0 but for RW) */
+	uint32_t off; /* payload bytes already delivered (pump 0 of the destination) */
+	uint8_t data[];
+};
+
+/*
+ * A tracked guest-to-guest connection: end 0 sent the REQUEST. m[i] is the
+ * member of end i, NULL once that member went offline; rst_to is the
+ * member that is owed an RST because the other end went away.
+ */
+struct route_track {
+	struct route_track *next;
+	uint64_t cid[2];
+	uint32_t port[2];
+	struct route_member *m[2];
+	struct route_member *rst_to;
+	uint16_t type;
+};
+
+struct route_member {
+	struct route_group *g;
+	struct vsock_dev *dev;
+	uint64_t cid;
+	struct route_member *next;
+
+	/* Under g->lock. */
+	bool online;
+	struct fwd_pkt *q_head, *q_tail;
+	uint32_t q_bytes;
+	unsigned int q_data, q_ctl;
+	unsigned int rst_owed; /* tracks with rst_to == this member */
+	unsigned int n_tracked; /* tracks with this member as an end */
+	unsigned int n_waiters; /* members whose waiting_on is this one */
+	struct route_member *waiting_on; /* destination of our held packet */
+
+	atomic_bool rx_pending; /* q_head || rst_owed, for pump 0's idle check */
+
+	/* Control thread of dev (or its threads stopped). */
+	struct fwd_pkt *held;
+};
+
+struct route_group {
+	struct route_group *next; /* groups list, under groups_lock */
+	char name[VSOCK_GROUP_NAME_MAX + 1];
+	pthread_mutex_t lock;
+	struct route_member *members;
+	unsigned int n_tracks;
+	struct route_track *bucket[ROUTE_BUCKETS];
+};
+
+static pthread_mutex_t groups_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct route_group *groups; /* under groups_lock */
+
+static void wake_fd(int fd)
+{
+	uint64_t one = 1;
+	ssize_t r = write(fd, &one, sizeof(one));
+
+	(void)r;
+}
+
+static void update_pending(struct route_member *m)
+{
+	atomic_store(&m->rx_pending, m->q_head || m->rst_owed);
+}
+
+/* ---- connection table (g->lock held) ---- */
+
+static unsigned int track_hash(uint64_t c1, uint32_t p1, uint64_t c2, uint32_t p2)
+{
+	uint64_t a = (c1 << 32) ^ p1, b = (c2 << 32) ^ p2, x;
+
+	if (a > b) {
+		x = a;
+		a = b;
+		b = x;
+	}
+	x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull;
+	return (unsigned int)(x >> 40) % ROUTE_BUCKETS;
+}
+
+static struct route_track *track_find(struct route_group *g, uint64_t c1, uint32_t p1, uint64_t c2,
+				      uint32_t p2)
+{
+	struct route_track *t;
+
+	for (t = g->bucket[track_hash(c1, p1, c2, p2)]; t; t = t->next) {
+		if (t->cid[0] == c1 && t->port[0] == p1 && t->cid[1] == c2 && t->port[1] == p2)
+			return t;
+		if (t->cid[0] == c2 && t->port[0] == p2 && t->cid[1] == c1 && t->port[1] == p1)
+			return t;
+	}
+	return NULL;
+}
+
+static struct route_track *track_new(struct route_group *g, struct route_member *a,
+				     const struct virtio_vsock_hdr *h, struct route_member *b)
+{
+	struct route_track *t = calloc(1, sizeof(*t));
+	unsigned int i;
+
+	if (!t)
+		return NULL;
+	t->cid[0] = h->src_cid;
+	t->port[0] = h->src_port;
+	t->cid[1] = h->dst_cid;
+	t->port[1] = h->dst_port;
+	t->m[0] = a;
+	t->m[1] = b;
+	t->type = h->type;
+	i = track_hash(t->cid[0], t->port[0], t->cid[1], t->port[1]);
+	t->next = g->bucket[i];
+	g->bucket[i] = t;
+	a->n_tracked++;
+	b->n_tracked++;
+	g->n_tracks++;
+	return t;
+}
+
+static void track_remove(struct route_group *g, struct route_track *t)
+{
+	struct route_track **pp =
+		&g->bucket[track_hash(t->cid[0], t->port[0], t->cid[1], t->port[1])];
+	unsigned int i;
+
+	while (*pp && *pp != t)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = t->next;
+	for (i = 0; i < 2; i++)
+		if (t->m[i])
+			t->m[i]->n_tracked--;
+	if (t->rst_to) {
+		t->rst_to->rst_owed--;
+		update_pending(t->rst_to);
+	}
+	g->n_tracks--;
+	free(t);
+}
+
+/* ---- membership ---- */
+
+int route_join(struct vsock_dev *dev, const char *name)
+{
+	struct route_member *m, *o;
+	struct route_group *g;
+	int ret = 0;
+
+	if (!name)
+		name = "";
+	if (strlen(name) > VSOCK_GROUP_NAME_MAX)
+		return -ENAMETOOLONG;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->dev = dev;
+	m->cid = dev->cfg.guest_cid;
+	atomic_init(&m->rx_pending, false);
+	pthread_mutex_lock(&groups_lock);
+	for (g = groups; g; g = g->next)
+		if (!strcmp(g->name, name))
+			break;
+	if (!g) {
+		g = calloc(1, sizeof(*g));
+		if (!g) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		strcpy(g->name, name);
+		pthread_mutex_init(&g->lock, NULL);
+		g->next = groups;
+		groups = g;
+	}
+	pthread_mutex_lock(&g->lock);
+	for (o = g->members; o; o = o->next)
+		if (o->cid == m->cid)
+			ret = -EADDRINUSE;
+	if (!ret) {
+		m->g = g;
+		m->next = g->members;
+		g->members = m;
+		dev->route = m;
+	}
+	pthread_mutex_unlock(&g->lock);
+	if (ret && !g->members) {
+		/* A group made for nobody (only possible when it was new). */
+		groups = g->next;
+		pthread_mutex_destroy(&g->lock);
+		free(g);
+	}
+out:
+	pthread_mutex_unlock(&groups_lock);
+	if (ret)
+		free(m);
+	return ret;
+}
+
+void route_leave(struct vsock_dev *dev)
+{
+	struct route_member *m = dev->route, **pp;
+	struct route_group *g, **gp;
+
+	if (!m)
+		return;
+	route_offline(dev);
+	g = m->g;
+	pthread_mutex_lock(&groups_lock);
+	pthread_mutex_lock(&g->lock);
+	for (pp = &g->members; *pp; pp = &(*pp)->next)
+		if (*pp == m) {
+			*pp = m->next;
+			break;
+		}
+	pthread_mutex_unlock(&g->lock);
+	if (!g->members) {
+		for (gp = &groups; *gp; gp = &(*gp)->next)
+			if (*gp == g) {
+				*gp = g->next;
+				break;
+			}
+		pthread_mutex_destroy(&g->lock);
+		free(g); /* no member: no track, no queue left */
+	}
+	pthread_mutex_unlock(&groups_lock);
+	dev->route = NULL;
+	free(m);
+}
+
+void route_online(struct vsock_dev *dev)
+{
+	struct route_member *m = dev->route;
+
+	pthread_mutex_lock(&m->g->lock);
+	m->online = true;
+	pthread_mutex_unlock(&m->g->lock);
+}
+
+static void queue_free(struct route_member *m)
+{
+	while (m->q_head) {
+		struct fwd_pkt *f = m->q_head;
+
+		m->q_head = f->next;
+		free(f);
+	}
+	m->q_tail = NULL;
+	m->q_bytes = 0;
+	m->q_data = m->q_ctl = 0;
+}
+
+void route_offline(struct vsock_dev *dev)
+{
+	struct route_member *m = dev->route, *o;
+	struct route_group *g;
+	unsigned int i;
+
+	if (!m)
+		return;
+	g = m->g;
+	pthread_mutex_lock(&g->lock);
+	m->online = false;
+	queue_free(m);
+	free(m->held);
+	m->held = NULL;
+	if (m->waiting_on) {
+		m->waiting_on->n_waiters--;
+		m->waiting_on = NULL;
+	}
+	for (o = g->members; o && m->n_waiters; o = o->next) {
+		if (o->waiting_on != m)
+			continue;
+		o->waiting_on = NULL;
+		m->n_waiters--;
+		wake_fd(o->dev->ctl_wake_fd); /* its held packet now meets an offline CID */
+	}
+	for (i = 0; i < ROUTE_BUCKETS && (m->n_tracked || m->rst_owed); i++) {
+		struct route_track *t = g->bucket[i], *next;
+
+		for (; t; t = next) {
+			struct route_member *other;
+			int end;
+
+			next = t->next;
+			if (t->rst_to == m) {
+				track_remove(g, t);
+				continue;
+			}
+			end = t->m[0] == m ? 0 : t->m[1] == m ? 1 : -1;
+			if (end < 0)
+				continue;
+			other = t->m[!end];
+			t->m[end] = NULL;
+			m->n_tracked--;
+			if (other && other->online && !t->rst_to) {
+				t->rst_to = other;
+				other->rst_owed++;
+				update_pending(other);
+				pump_wake(&other->dev->pumps[0]);
+			} else {
+				track_remove(g, t);
+			}
+		}
+	}
+	update_pending(m);
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* ---- sender side (control thread of the sender) ---- */
+
+static bool fits(const struct route_member *d, const struct fwd_pkt *f)
+{
+	if (!f->hdr.len)
+		return d->q_ctl < ROUTE_FWD_CTL_PKTS;
+	return d->q_data < ROUTE_FWD_DATA_PKTS &&
+	       (!d->q_data || d->q_bytes + f->hdr.len <= ROUTE_FWD_DATA_BYTES);
+}
+
+/* Append @f to @d's queue (g->lock held, fits() checked). */
+static void enqueue(struct route_member *d, struct fwd_pkt *f)
+{
+	bool was_empty = !d->q_head;
+
+	f->next = NULL;
+	if (d->q_tail)
+		d->q_tail->next = f;
+	else
+		d->q_head = f;
+	d->q_tail = f;
+	if (f->hdr.len) {
+		d->q_data++;
+		d->q_bytes += f->hdr.len;
+	} else {
+		d->q_ctl++;
+	}
+	update_pending(d);
+	if (was_empty)
+		pump_wake(&d->dev->pumps[0]);
+}
+
+/* Queue @f for @d, or hold it and wait for room (g->lock held). */
+static void enqueue_or_hold(struct route_member *me, struct route_member *d, struct fwd_pkt *f)
+{
+	if (fits(d, f)) {
+		enqueue(d, f);
+		return;
+	}
+	me->held = f;
+	me->waiting_on = d;
+	d->n_waiters++;
+}
+
+static void reply_rst(struct vsock_dev *dev, const struct virtio_vsock_hdr *in)
+{
+	struct virtio_vsock_hdr h = {
+		.src_cid = in->dst_cid,
+		.dst_cid = in->src_cid,
+		.src_port = in->dst_port,
+		.dst_port = in->src_port,
+		.type = in->type,
+		.op = VIRTIO_VSOCK_OP_RST,
+	};
+
+	CTR_ADD(dev, dropped_pkts, 1);
+	if (in->op != VIRTIO_VSOCK_OP_RST)
+		dev_queue_raw(dev, &h);
+}
+
+static struct route_member *find_member(struct route_group *g, uint64_t cid)
+{
+	struct route_member *o;
+
+	for (o = g->members; o; o = o->next)
+		if (o->cid == cid)
+			return o;
+	return NULL;
+}
+
+void route_tx(struct vsock_dev *dev, const struct vq_chain *ch, const struct vsock_pkt *p)
+{
+	const struct virtio_vsock_hdr *h = &p->hdr;
+	struct route_member *me = dev->route, *d;
+	struct route_group *g = me->g;
+	uint32_t len = h->op == VIRTIO_VSOCK_OP_RW ? h->len : 0;
+	struct route_track *t;
+	struct fwd_pkt *f;
+
+	f = malloc(sizeof(*f) + len);
+	if (!f) {
+		reply_rst(dev, h);
+		return;
+	}
+	f->hdr = *h;
+	f->hdr.len = len;
+	f->off = 0;
+	f->next = NULL;
+	if (len && iov_read(ch->iov, ch->n_out, p->payload_off, f->data, len) != len)
+		goto refuse; /* cannot happen: pkt_parse_tx() checked the length */
+
+	pthread_mutex_lock(&g->lock);
+	d = find_member(g, h->dst_cid);
+	if (!d || d == me || !d->online)
+		goto refuse_locked;
+	if (h->type == VIRTIO_VSOCK_TYPE_SEQPACKET &&
+	    !dev_has_feature(d->dev, VIRTIO_VSOCK_F_SEQPACKET))
+		goto refuse_locked;
+	t = track_find(g, h->src_cid, h->src_port, h->dst_cid, h->dst_port);
+	if (h->op == VIRTIO_VSOCK_OP_REQUEST) {
+		if (t && (t->rst_to || t->type != h->type))
+			goto refuse_locked;
+		if (!t && (me->n_tracked >= me->dev->cfg.max_conns ||
+			   d->n_tracked >= d->dev->cfg.max_conns || !track_new(g, me, h, d)))
+			goto refuse_locked;
+	} else if (!t || t->type != h->type) {
+		goto refuse_locked; /* no such connection: as Linux, RST (none for an RST) */
+	} else if (t->rst_to) {
+		/* The peer is gone and its RST is on its way to us. */
+		if (h->op == VIRTIO_VSOCK_OP_RST)
+			track_remove(g, t);
+		pthread_mutex_unlock(&g->lock);
+		free(f);
+		CTR_ADD(dev, dropped_pkts, 1);
+		return;
+	} else if (h->op == VIRTIO_VSOCK_OP_RST) {
+		track_remove(g, t);
+	}
+	enqueue_or_hold(me, d, f);
+	pthread_mutex_unlock(&g->lock);
+	return;
+refuse_locked:
+	pthread_mutex_unlock(&g->lock);
+refuse:
+	free(f);
+	reply_rst(dev, h);
+}
+
+bool route_cid_ok(const struct vsock_dev *dev, uint64_t cid)
+{
+	return cid >= 3 && cid < 0xffffffffull && cid != dev->cfg.guest_cid;
+}
+
+bool route_tx_held(const struct vsock_dev *dev)
+{
+	return dev->route && dev->route->held;
+}
+
+bool route_tx_retry(struct vsock_dev *dev)
+{
+	struct route_member *me = dev->route, *d;
+	struct fwd_pkt *f = me->held;
+	bool resume = true;
+
+	if (!f)
+		return false;
+	pthread_mutex_lock(&me->g->lock);
+	d = me->waiting_on;
+	if (!d || !d->online) {
+		/* The destination went offline: its tracks owe us the RSTs. */
+		if (d) {
+			d->n_waiters--;
+			me->waiting_on = NULL;
+		}
+		me->held = NULL;
+		free(f);
+		CTR_ADD(dev, dropped_pkts, 1);
+	} else if (fits(d, f)) {
+		d->n_waiters--;
+		me->waiting_on = NULL;
+		me->held = NULL;
+		enqueue(d, f);
+	} else {
+		resume = false;
+	}
+	pthread_mutex_unlock(&me->g->lock);
+	return resume;
+}
+
+/* ---- destination side (pump 0 of the destination) ---- */
+
+bool route_rx_pending(const struct vsock_dev *dev)
+{
+	return dev->route && atomic_load_explicit(&dev->route->rx_pending, memory_order_relaxed);
+}
+
+static uint32_t rx_hdr_len(const struct vsock_dev *dev)
+{
+	return dev_has_feature(dev, VIRTIO_VSOCK_F_MRG_RXBUF) ? VSOCK_MRG_HDR_LEN : VSOCK_HDR_LEN;
+}
+
+/* First reserved chain that can hold a header; shorter ones go back empty. */
+static struct rx_slot *usable_slot(struct pump *p, uint32_t hl)
+{
+	struct rx_slot *s;
+
+	if (p->done_n + ROUTE_MRG_MAX_CHAINS + 1 > RX_BATCH * 2)
+		done_flush(p);
+	while ((s = slot_get(p, 0)) && s->c.in_len < hl) {
+		CTR_ADD(p->dev, malformed_pkts, 1);
+		if (p->done_n + ROUTE_MRG_MAX_CHAINS + 1 > RX_BATCH * 2)
+			done_flush(p);
+		done_add(p, s->c.head, 0);
+		slots_consume(p, 1);
+	}
+	return s;
+}
+
+/*
+ * Deliver what is left of @f: one RX packet per piece. Without MRG_RXBUF a
+ * piece is what one chain holds after the header; with it, up to
+ * ROUTE_MRG_MAX_CHAINS chains of those reserved now. An RW payload that
+ * needs several pieces becomes several RW packets with the same header
+ * but len; SEQPACKET EOM/EOR only on the last. Return: 0 when all of @f
+ * went out; -EAGAIN when the RX queue ran out (f->off says how far).
+ */
+static int deliver(struct pump *p, struct fwd_pkt *f)
+{
+	struct vsock_dev *dev = p->dev;
+	bool mrg = dev_has_feature(dev, VIRTIO_VSOCK_F_MRG_RXBUF);
+	uint32_t hl = rx_hdr_len(dev);
+
+	do {
+		uint32_t left = f->hdr.len - f->off, room, piece, done, k, n = 1;
+		struct virtio_vsock_mrg_hdr m;
+		struct rx_slot *s = usable_slot(p, hl), *x;
+
+		if (!s)
+			return -EAGAIN;
+		room = s->c.in_len - hl;
+		while (mrg && room < left && n < ROUTE_MRG_MAX_CHAINS && (x = slot_get(p, n))) {
+			room += x->c.in_len;
+			n++;
+		}
+		piece = left < room ? left : room;
+		m.hdr = f->hdr;
+		m.hdr.len = piece;
+		if (f->hdr.type == VIRTIO_VSOCK_TYPE_SEQPACKET && piece < left)
+			m.hdr.flags &= ~(VIRTIO_VSOCK_SEQ_EOM | VIRTIO_VSOCK_SEQ_EOR);
+		/* Chains actually used, and the payload into each. */
+		done = 0;
+		for (k = 0; k < n; k++) {
+			struct rx_slot *c = k ? slot_get(p, k) : s;
+			uint32_t off = k ? 0 : hl, take = c->c.in_len - off;
+
+			if (k && done == piece)
+				break;
+			if (take > piece - done)
+				take = piece - done;
+			iov_write(c->c.iov + c->c.n_out, c->c.n_in, off, f->data + f->off + done,
+				  take);
+			done += take;
+			done_add(p, c->c.head, off + take);
+		}
+		pkt_hdr_to_le(&m.hdr);
+		m.num_buffers = htole16((uint16_t)k);
+		iov_write(s->c.iov + s->c.n_out, s->c.n_in, 0, &m, hl);
+		slots_consume(p, k);
+		f->off += piece;
+		CTR_ADD(dev, rx_pkts, 1);
+		CTR_ADD(dev, rx_bytes, piece);
+		if (f->hdr.op == VIRTIO_VSOCK_OP_RST)
+			CTR_ADD(dev, conn_resets, 1);
+	} while (f->off < f->hdr.len);
+	return 0;
+}
+
+/*
+ * Out of RX chains: mark the pump starved (an RX kick or returned chains
+ * resume it) unless chains came meanwhile, and ask the other pumps for the
+ * chains they keep. Return: true when starved.
+ */
+static bool starve(struct pump *p)
+{
+	struct vsock_dev *dev = p->dev;
+	unsigned int i;
+
+	pthread_mutex_lock(&p->lock);
+	p->starved = true;
+	pthread_mutex_unlock(&p->lock);
+	if (slot_get(p, 0)) {
+		pthread_mutex_lock(&p->lock);
+		p->starved = false;
+		pthread_mutex_unlock(&p->lock);
+		return false;
+	}
+	for (i = 0; i < dev->n_pumps; i++) {
+		if (&dev->pumps[i] == p)
+			continue;
+		atomic_store(&dev->pumps[i].give_back, true);
+		pump_wake(&dev->pumps[i]);
+	}
+	return true;
+}
+
+/* An RST owed to us for a connection whose other end went away. */
+static bool owed_rst(struct route_group *g, struct route_member *me, struct virtio_vsock_hdr *h)
+{
+	unsigned int i;
+
+	for (i = 0; i < ROUTE_BUCKETS; i++) {
+		struct route_track *t;
+
+		for (t = g->bucket[i]; t; t = t->next) {
+			int end;
+
+			if (t->rst_to != me)
+				continue;
+			end = t->cid[0] == me->cid ? 0 : 1;
+			memset(h, 0, sizeof(*h));
+			h->src_cid = t->cid[!end];
+			h->src_port = t->port[!end];
+			h->dst_cid = t->cid[end];
+			h->dst_port = t->port[end];
+			h->type = t->type;
+			h->op = VIRTIO_VSOCK_OP_RST;
+			return true;
+		}
+	}
+	return false;
+}
+
+void route_rx_serve(struct pump *p)
+{
+	struct vsock_dev *dev = p->dev;
+	struct route_member *me = dev->route, *o;
+	struct route_group *g;
+	unsigned int budget = ROUTE_RX_BUDGET;
+
+	if (!me)
+		return;
+	g = me->g;
+	while (budget-- && !p->starved) {
+		struct fwd_pkt *f = NULL, rst;
+		bool have_rst = false;
+
+		pthread_mutex_lock(&g->lock);
+		if (me->rst_owed)
+			have_rst = owed_rst(g, me, &rst.hdr);
+		else
+			f = me->q_head;
+		pthread_mutex_unlock(&g->lock);
+		if (have_rst) {
+			rst.off = 0;
+			if (deliver(p, &rst)) {
+				if (starve(p))
+					return;
+				continue;
+			}
+			pthread_mutex_lock(&g->lock);
+			{
+				struct route_track *t =
+					track_find(g, rst.hdr.src_cid, rst.hdr.src_port,
+						   rst.hdr.dst_cid, rst.hdr.dst_port);
+
+				if (t && t->rst_to == me)
+					track_remove(g, t);
+			}
+			pthread_mutex_unlock(&g->lock);
+			continue;
+		}
+		if (!f)
+			return;
+		if (deliver(p, f)) {
+			if (starve(p))
+				return;
+			continue;
+		}
+		/* Only this thread takes the head off; others append behind it. */
+		pthread_mutex_lock(&g->lock);
+		me->q_head = f->next;
+		if (!me->q_head)
+			me->q_tail = NULL;
+		if (f->hdr.len) {
+			me->q_data--;
+			me->q_bytes -= f->hdr.len;
+		} else {
+			me->q_ctl--;
+		}
+		update_pending(me);
+		for (o = g->members; o && me->n_waiters; o = o->next)
+			if (o->waiting_on == me)
+				wake_fd(o->dev->ctl_wake_fd);
+		pthread_mutex_unlock(&g->lock);
+		free(f);
+	}
+}
