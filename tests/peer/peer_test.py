@@ -100,12 +100,25 @@ def reexec_in_namespaces():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def private_tmp():
-    """Inside the namespaces: a tmpfs on the directory the outer process made; TMPDIR."""
+def private_mounts():
+    """Inside the namespaces: a tmpfs on the directory the outer process made (TMPDIR), and
+    /proc of the new PID namespace (for sweep()). Return the tmpfs path."""
     tmp = os.environ[INNER_ENV]
     run(["mount", "-t", "tmpfs", "-o", "mode=0700", "skiff-peer", tmp])
+    run(["mount", "-t", "proc", "proc", "/proc"])
     os.environ["TMPDIR"] = tmp
     return tmp
+
+
+def sweep():
+    """SIGKILL every process of this PID namespace but this one (PID 1): what a killed
+    guest-run.sh leaves behind (timeout(1) and UML run in their own process group)."""
+    for d in os.listdir("/proc"):
+        if d.isdigit() and int(d) != os.getpid():
+            try:
+                os.kill(int(d), signal.SIGKILL)
+            except OSError:
+                pass
 
 
 class Network:
@@ -263,7 +276,7 @@ class PeerTest:
             if f.endswith((".console", ".log")) or f.startswith("results"):
                 os.unlink(os.path.join(self.work, f))
         # vhost-user socket paths must fit sun_path (108 bytes): not in the build dir.
-        self.sockdir = private_tmp()
+        self.sockdir = private_mounts()
         self.net = Network(a.net) if a.mode == "peer" else None
         self.procs = []
         self.vsock_test = subprocess.run([os.path.join(REPO, "scripts/build-kernels.sh"), "--print-path", a.variant,
@@ -295,7 +308,7 @@ class PeerTest:
         run([os.path.join(REPO, "scripts/build-initramfs.sh"), "-o", out, "--bin", self.vsock_test])
         return out
 
-    def guest_argv(self, g, script, vsock, console):
+    def guest_argv(self, g, script, vsock):
         argv = [os.path.join(REPO, "scripts/guest-run.sh"), "uml", "--kernel", self.kernel, "--initrd", self.initrd,
                 "--timeout", str(self.guest_timeout()), "--run", script]
         if vsock:
@@ -357,14 +370,14 @@ class PeerTest:
         dev, socks = self.start_device(tag)
         guests = []
         try:
-            net_up = "ip addr add {ip}/24 dev vec0 && ip link set vec0 up || {{ echo 'peer: network set-up failed'; exit 90; }}"
+            net_up = ("ip addr add {ip}/24 dev vec0 && ip link set vec0 up || "
+                      "{{ echo 'peer: network set-up failed'; exit 90; }}")
             scripts = {}
             for g, peer in ((SERVER, CLIENT), (CLIENT, SERVER)):
                 scripts[g["side"]] = net_up.format(ip=g["ip"]) + "\n" + \
                     self.vsock_test_argv(g["side"], peer["cid"], skip) + "\n"
-            srv = Guest("server", self.guest_argv(SERVER, scripts["server"], socks["server"],
-                                                  None), os.path.join(self.work, f"{tag}-server.console"),
-                        ready_marker="Control socket listening")
+            srv = Guest("server", self.guest_argv(SERVER, scripts["server"], socks["server"]),
+                        os.path.join(self.work, f"{tag}-server.console"), ready_marker="Control socket listening")
             guests.append(srv)
             self.procs.append(srv.proc)
             srv.ready.wait(self.left() + 5)
@@ -373,7 +386,7 @@ class PeerTest:
                 srv.kill()
                 srv.wait(30)
                 return {"server": srv.lines, "client": []}
-            cli = Guest("client", self.guest_argv(CLIENT, scripts["client"], socks["client"], None),
+            cli = Guest("client", self.guest_argv(CLIENT, scripts["client"], socks["client"]),
                         os.path.join(self.work, f"{tag}-client.console"))
             guests.append(cli)
             self.procs.append(cli.proc)
@@ -393,6 +406,7 @@ class PeerTest:
             for g in guests:
                 g.kill()
             self.stop_device(dev, tag)
+            sweep()  # a killed guest's UML would hold its tap in the next attempt
 
     def attempt_loopback(self, tag, skip):
         # In one guest: server in the background, client once the server listens (polled in
@@ -405,7 +419,7 @@ class PeerTest:
                   "wait $spid; src=$?\n"
                   "sed 's/^/SERVER| /' /tmp/s.out; sed 's/^/CLIENT| /' /tmp/c.out\n"
                   "[ $crc = 0 ] && [ $src = 0 ]\n")
-        g = Guest("loopback", self.guest_argv(SERVER, script, None, None),
+        g = Guest("loopback", self.guest_argv(SERVER, script, None),
                   os.path.join(self.work, f"{tag}-loopback.console"))
         self.procs.append(g.proc)
         rc = g.wait(self.left() + 15)
@@ -529,6 +543,7 @@ class PeerTest:
                     p.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     pass
+        sweep()
         if self.net:
             self.net.teardown()
 
