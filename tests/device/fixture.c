@@ -33,6 +33,7 @@ void fx_setup(struct fx *fx, const struct fx_opts *o)
 		.max_conns = o->max_conns,
 		.conn_buf_size = o->conn_buf_size,
 		.rx_pkt_max = o->rx_pkt_max,
+		.group = o->group,
 	};
 	if (o->drv.notify_cb) {
 		fx->dcfg.notify = sim_drv_notify;

@@ -24,6 +24,7 @@ struct fx_opts {
 	struct sim_drv_config drv;
 	bool no_attach; /* create both sides, do not attach */
 	const char *uds_path; /* NULL: a fresh path under /tmp */
+	const char *group; /* routing group; NULL: the default one */
 };
 
 struct fx {

@@ -7,6 +7,7 @@
  *   mode=1 tx    send mib MiB, then SHUTDOWN and wait for the host to close
  *   mode=2 rx    read mib MiB the host sends
  * Command line: port=P mib=N mode=M mrg=0|1 evidx=0|1 check=0|1 chunk=BYTES
+ * cid=C (connect to another guest's CID instead of the host, 2)
  * force=BITS (feature bits written even if not offered, to test refusal)
  * Reports: 0 negotiated features, 1 CID from config space, 2 bytes sent,
  * 3 FNV-1a of what was sent, 4 bytes received, 5 FNV-1a of what was received,
@@ -75,6 +76,7 @@ int guest_main(const char *cmdline, uint64_t mem_size)
 	if (!chunk || chunk > VIRTIO_VSOCK_MAX_PKT_BUF_SIZE)
 		chunk = VIRTIO_VSOCK_MAX_PKT_BUF_SIZE;
 
+	gv.peer_cid = cmdline_get(cmdline, "cid", VSOCK_CID_HOST);
 	if (gv_connect(&gv, 49152, (uint32_t)port))
 		return 3;
 	t0 = rdtsc();

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * Tiny guest 3: polling virtio-vsock server. Waits for the host to connect
- * to guest port P (host side: "CONNECT P\n" on skiff's Unix socket), then
- * echoes every byte back until the host shuts its side down, then resets.
+ * to guest port P (host side: "CONNECT P\n" on skiff's Unix socket), or for
+ * another guest (guest-to-guest routing), then echoes every byte back until
+ * the peer shuts its side down, then closes.
  * Command line: port=P mrg=0|1 evidx=0|1
  * Reports: 0 negotiated features, 1 CID, 2 bytes echoed, 4 bytes received,
- * 5 FNV-1a of what was received, 13 the host's port.
+ * 5 FNV-1a of what was received, 13 the peer's port, 14 the peer's CID.
  * Exit: 0 ok, 2 init failed, 3 no connection, 4 reset mid-transfer.
  */
 #include "guest.h"
@@ -55,6 +56,7 @@ int guest_main(const char *cmdline, uint64_t mem_size)
 	if (gv_accept(&gv, (uint32_t)port))
 		return 3;
 	guest_report(13, gv.peer_port);
+	guest_report(14, gv.peer_cid);
 	for (;;) {
 		uint32_t max, n, i;
 		uint8_t *buf;

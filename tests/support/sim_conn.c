@@ -21,12 +21,13 @@
 
 #include "sim_internal.h"
 
-static struct sim_conn *conn_find(struct sim_drv *drv, uint32_t local, uint32_t peer)
+static struct sim_conn *conn_find(struct sim_drv *drv, uint64_t peer_cid, uint32_t local,
+				  uint32_t peer)
 {
 	struct sim_conn *c;
 
 	for (c = drv->conns; c; c = c->next)
-		if (c->local_port == local && c->peer_port == peer)
+		if (c->local_port == local && c->peer_port == peer && c->peer_cid == peer_cid)
 			return c;
 	return NULL;
 }
@@ -56,7 +57,8 @@ static void conn_unlink(struct sim_conn *c)
 	c->next = NULL;
 }
 
-static struct sim_conn *conn_new(struct sim_drv *drv, uint32_t local, uint32_t peer, uint16_t type)
+static struct sim_conn *conn_new(struct sim_drv *drv, uint64_t peer_cid, uint32_t local,
+				 uint32_t peer, uint16_t type)
 {
 	struct sim_conn *c = calloc(1, sizeof(*c));
 
@@ -68,6 +70,7 @@ static struct sim_conn *conn_new(struct sim_drv *drv, uint32_t local, uint32_t p
 		return NULL;
 	}
 	c->drv = drv;
+	c->peer_cid = peer_cid;
 	c->local_port = local;
 	c->peer_port = peer;
 	c->type = type;
@@ -90,6 +93,7 @@ static void conn_free(struct sim_conn *c)
 static void conn_hdr(struct sim_conn *c, struct virtio_vsock_hdr *hdr, uint16_t op)
 {
 	sim_hdr_init(c->drv, hdr, c->local_port, c->peer_port, c->type, op);
+	hdr->dst_cid = c->peer_cid;
 	hdr->buf_alloc = c->buf_alloc;
 	hdr->fwd_cnt = c->fwd_cnt;
 	c->adv_fwd_cnt = c->fwd_cnt;
@@ -275,7 +279,10 @@ void sim__dispatch(struct sim_drv *drv, const struct virtio_vsock_hdr *hdr, cons
 	struct sim_listener *l;
 	struct sim_conn *c;
 
-	if (hdr->dst_cid != drv->cfg.guest_cid || hdr->src_cid != VSOCK_CID_HOST) {
+	if (hdr->dst_cid != drv->cfg.guest_cid ||
+	    (hdr->src_cid != VSOCK_CID_HOST &&
+	     !(drv->cfg.peer_guests && hdr->src_cid >= 3 && hdr->src_cid != drv->cfg.guest_cid &&
+	       hdr->src_cid < 0xffffffffull))) {
 		sim__proto_error(drv, "packet from cid %llu to cid %llu",
 				 (unsigned long long)hdr->src_cid,
 				 (unsigned long long)hdr->dst_cid);
@@ -285,7 +292,7 @@ void sim__dispatch(struct sim_drv *drv, const struct virtio_vsock_hdr *hdr, cons
 		sim__proto_error(drv, "packet type %u", hdr->type);
 		return;
 	}
-	c = conn_find(drv, hdr->dst_port, hdr->src_port);
+	c = conn_find(drv, hdr->src_cid, hdr->dst_port, hdr->src_port);
 	if (c) {
 		conn_rx(c, hdr, iov, iovcnt, len);
 		return;
@@ -293,7 +300,7 @@ void sim__dispatch(struct sim_drv *drv, const struct virtio_vsock_hdr *hdr, cons
 	if (hdr->op == VIRTIO_VSOCK_OP_REQUEST) {
 		l = listener_find(drv, hdr->dst_port);
 		if (l && l->type == hdr->type && l->qlen < l->backlog) {
-			c = conn_new(drv, hdr->dst_port, hdr->src_port, hdr->type);
+			c = conn_new(drv, hdr->src_cid, hdr->dst_port, hdr->src_port, hdr->type);
 			if (c) {
 				c->peer_buf_alloc = hdr->buf_alloc;
 				c->peer_fwd_cnt = hdr->fwd_cnt;
@@ -314,6 +321,7 @@ void sim__dispatch(struct sim_drv *drv, const struct virtio_vsock_hdr *hdr, cons
 	if (hdr->op != VIRTIO_VSOCK_OP_RST && !drv->cfg.no_auto_rst) {
 		sim_hdr_init(drv, &rst, hdr->dst_port, hdr->src_port, hdr->type,
 			     VIRTIO_VSOCK_OP_RST);
+		rst.dst_cid = hdr->src_cid;
 		sim__queue_ctl(drv, &rst);
 	}
 }
@@ -350,6 +358,12 @@ void sim__free_all_conns(struct sim_drv *drv)
 int sim_connect(struct sim_drv *drv, uint32_t port, uint16_t type, int timeout_ms,
 		struct sim_conn **out)
 {
+	return sim_connect_cid(drv, VSOCK_CID_HOST, port, type, timeout_ms, out);
+}
+
+int sim_connect_cid(struct sim_drv *drv, uint64_t cid, uint32_t port, uint16_t type,
+		    int timeout_ms, struct sim_conn **out)
+{
 	struct timespec dl;
 	struct sim_conn *c;
 	int rc = 0;
@@ -362,8 +376,8 @@ int sim_connect(struct sim_drv *drv, uint32_t port, uint16_t type, int timeout_m
 	}
 	do {
 		drv->next_port = drv->next_port >= 0x3fffffff ? 49152 : drv->next_port + 1;
-	} while (conn_find(drv, drv->next_port, port) || listener_find(drv, drv->next_port));
-	c = conn_new(drv, drv->next_port, port, type);
+	} while (conn_find(drv, cid, drv->next_port, port) || listener_find(drv, drv->next_port));
+	c = conn_new(drv, cid, drv->next_port, port, type);
 	if (!c) {
 		rc = -ENOMEM;
 		goto out;

@@ -94,6 +94,11 @@ struct sim_drv_config {
 	uint32_t rx_chunk; /* piece size for SPLIT/INDIRECT RX buffers; 0: 1024 */
 	uint16_t rx_bufs; /* RX chains kept posted; 0: as many as fit */
 	bool no_auto_rst; /* do not answer unmatched packets with RST */
+	/*
+	 * Accept packets from other guests' CIDs (guest-to-guest routing
+	 * tests); without it only CID 2 may be a source.
+	 */
+	bool peer_guests;
 	bool no_rx_refill; /* do not repost consumed RX buffers (sim_rx_refill) */
 	bool rx_start_empty; /* attach posts no RX buffers (with no_rx_refill) */
 	/*
@@ -284,7 +289,14 @@ typedef void (*sim_sink_fn)(void *opaque, const struct iovec *iov, int iovcnt, s
 int sim_connect(struct sim_drv *drv, uint32_t port, uint16_t type, int timeout_ms,
 		struct sim_conn **out);
 
-/* sim_listen() - accept host-initiated REQUESTs to guest port @port. */
+/*
+ * sim_connect_cid() - sim_connect() to port @port of CID @cid (another
+ * guest through the device's routing; set peer_guests to get its answers).
+ */
+int sim_connect_cid(struct sim_drv *drv, uint64_t cid, uint32_t port, uint16_t type,
+		    int timeout_ms, struct sim_conn **out);
+
+/* sim_listen() - accept REQUESTs to guest port @port (from the host, or any CID with peer_guests). */
 int sim_listen(struct sim_drv *drv, uint32_t port, uint16_t type, unsigned int backlog,
 	       struct sim_listener **out);
 /* sim_accept() - Return: 0; -ETIMEDOUT. */

@@ -78,6 +78,7 @@ struct sim_conn {
 	struct sim_conn *next; /* drv->conns list, while in_table */
 	struct sim_conn *aq_next; /* listener accept queue */
 	struct sim_listener *listener; /* set while waiting in an accept queue */
+	uint64_t peer_cid; /* VSOCK_CID_HOST, or another guest's CID */
 	uint32_t local_port, peer_port;
 	uint16_t type;
 	bool in_table, established, reset, done;

@@ -380,6 +380,15 @@ START_TEST(two_vsock_vms_one_process)
 	for (i = 0; i < 2; i++) {
 		snprintf(cmd, sizeof(cmd), "port=%d mib=2 mode=0 mrg=%u", PORT, i);
 		start_vm(&r[i], "guest_vsock_echo", cmd, i == 1);
+		if (i == 1) {
+			/* CIDs are unique in a routing group (one per process by default). */
+			struct skiff_vsock_config vc = { .guest_cid = CID + 1,
+							 .uds_path = r[i].uds,
+							 .rx_threads = 2,
+							 .mrg_rxbuf = true };
+
+			ck_assert_int_eq(skiff_vm_set_vsock(r[i].vm, &vc), 0);
+		}
 		snprintf(peer, sizeof(peer), "%s_%d", r[i].uds, PORT);
 		e[i].lfd = listen_unix(peer);
 		ck_assert_int_eq(pthread_create(&e[i].th, NULL, echo_thread, &e[i]), 0);

@@ -88,6 +88,15 @@ struct skiff_vsock_config {
 	unsigned int rx_threads; /* RX pump threads, 0 = device default */
 	bool mrg_rxbuf; /* offer VIRTIO_VSOCK_F_MRG_RXBUF */
 	uint32_t conn_buf_size; /* buf_alloc advertised per connection; 0 = device default */
+	/*
+	 * Guest-to-guest routing group; copied. VMs of one process whose vsock
+	 * devices share a group reach each other by CID (AF_VSOCK between
+	 * guests, no host socket); NULL or "" is the default group, so by
+	 * default all VMs of a process do. CIDs must be unique within a group:
+	 * skiff_vm_start() of a second VM with a CID in use fails with
+	 * -EADDRINUSE. At most 63 bytes.
+	 */
+	const char *group;
 };
 
 struct skiff_counters {
@@ -166,7 +175,8 @@ int skiff_vm_set_console(struct skiff_vm *vm, enum skiff_console_kind kind, cons
 /*
  * skiff_vm_set_vsock() - add the virtio-vsock device on virtio-mmio.
  * Return: 0; -EINVAL for a CID outside 3..0xfffffffe or an empty path;
- * -ENAMETOOLONG when uds_path plus "_<port>" does not fit a sockaddr_un;
+ * -ENAMETOOLONG when uds_path plus "_<port>" does not fit a sockaddr_un, or
+ * the group name is over 63 bytes;
  * -ENOTSUP when skiff was built without the device library; -ENOMEM; -EBUSY.
  */
 int skiff_vm_set_vsock(struct skiff_vm *vm, const struct skiff_vsock_config *cfg);

@@ -313,7 +313,10 @@ int skiff_vm_set_vsock(struct skiff_vm *h, const struct skiff_vsock_config *cfg)
 #ifndef SKIFF_HAVE_VSOCK
 	return -ENOTSUP;
 #else
-	if (replace_str(&h->vm.cfg.vsock_uds, cfg->uds_path))
+	if (cfg->group && strlen(cfg->group) > 63)
+		return -ENAMETOOLONG;
+	if (replace_str(&h->vm.cfg.vsock_uds, cfg->uds_path) ||
+	    replace_str(&h->vm.cfg.vsock_group, cfg->group ? cfg->group : ""))
 		return -ENOMEM;
 	h->vm.cfg.has_vsock = true;
 	h->vm.cfg.vsock_cid = cfg->guest_cid;
@@ -568,6 +571,7 @@ void skiff_vm_destroy(struct skiff_vm *h)
 	free(vm->cfg.cmdline);
 	free(vm->cfg.console_path);
 	free(vm->cfg.vsock_uds);
+	free(vm->cfg.vsock_group);
 	pthread_cond_destroy(&vm->cond);
 	pthread_mutex_destroy(&vm->lock);
 	free(h);

@@ -390,6 +390,7 @@ int virtio_mmio_vsock_create(struct vm *vm, uint64_t base, unsigned int irq,
 	struct vsock_dev_config cfg = {
 		.guest_cid = vm->cfg.vsock_cid,
 		.uds_path = vm->cfg.vsock_uds,
+		.group = vm->cfg.vsock_group,
 		.rx_threads = vm->cfg.vsock_rx_threads,
 		.mrg_rxbuf = vm->cfg.vsock_mrg_rxbuf,
 		.conn_buf_size = vm->cfg.vsock_conn_buf,

@@ -34,6 +34,7 @@ struct vm_config {
 	bool has_vsock;
 	uint64_t vsock_cid;
 	char *vsock_uds;
+	char *vsock_group; /* routing group, "" = default */
 	unsigned int vsock_rx_threads;
 	bool vsock_mrg_rxbuf;
 	uint32_t vsock_conn_buf;

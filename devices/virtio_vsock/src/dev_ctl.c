@@ -242,6 +242,10 @@ static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
 			conn_reset(c, true);
 			pthread_mutex_unlock(&c->lock);
 			conn_put(c);
+		} else if ((e == PKT_ERR_TYPE || e == PKT_ERR_OP || e == PKT_ERR_LEN) &&
+			   pkt.hdr.src_cid == dev->cfg.guest_cid &&
+			   route_cid_ok(dev, pkt.hdr.dst_cid)) {
+			route_tx_bad(dev, &pkt.hdr); /* same rule for a guest-to-guest one */
 		}
 		return;
 	}

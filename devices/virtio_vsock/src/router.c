@@ -5,10 +5,10 @@
  * destination's RX virtqueue by its pump 0. See router.h for the model,
  * the caps and the locking.
  *
- * Behaviour follows what Linux does between two guests of one host
- * (net/vmw_vsock/vhost_transport.c routes by CID between guests and
- * answers an unreachable CID with an RST; virtio_transport_common.c is
- * the protocol both ends run).
+ * Both guests run the protocol of Linux's
+ * net/vmw_vsock/virtio_transport_common.c between themselves; the device
+ * refuses with an RST where a Linux peer would answer one for a packet of
+ * no socket (virtio_transport_reset_no_sock()).
  */
 #include <endian.h>
 #include <errno.h>
@@ -166,6 +166,27 @@ static void track_remove(struct route_group *g, struct route_track *t)
 	free(t);
 }
 
+/*
+ * End @end of @t is gone (its member went offline, or its guest broke the
+ * protocol): the other end, if its member is online, is owed an RST (sent
+ * by its pump 0, then the track is removed); else the track goes now.
+ */
+static void track_drop_end(struct route_group *g, struct route_track *t, int end)
+{
+	struct route_member *other = t->m[!end];
+
+	t->m[end]->n_tracked--;
+	t->m[end] = NULL;
+	if (other && other->online && !t->rst_to) {
+		t->rst_to = other;
+		other->rst_owed++;
+		update_pending(other);
+		pump_wake(&other->dev->pumps[0]);
+	} else {
+		track_remove(g, t);
+	}
+}
+
 /* ---- membership ---- */
 
 int route_join(struct vsock_dev *dev, const char *name)
@@ -305,7 +326,6 @@ void route_offline(struct vsock_dev *dev)
 		struct route_track *t = g->bucket[i], *next;
 
 		for (; t; t = next) {
-			struct route_member *other;
 			int end;
 
 			next = t->next;
@@ -314,19 +334,8 @@ void route_offline(struct vsock_dev *dev)
 				continue;
 			}
 			end = t->m[0] == m ? 0 : t->m[1] == m ? 1 : -1;
-			if (end < 0)
-				continue;
-			other = t->m[!end];
-			t->m[end] = NULL;
-			m->n_tracked--;
-			if (other && other->online && !t->rst_to) {
-				t->rst_to = other;
-				other->rst_owed++;
-				update_pending(other);
-				pump_wake(&other->dev->pumps[0]);
-			} else {
-				track_remove(g, t);
-			}
+			if (end >= 0)
+				track_drop_end(g, t, end);
 		}
 	}
 	update_pending(m);
@@ -459,6 +468,34 @@ refuse_locked:
 refuse:
 	free(f);
 	reply_rst(dev, h);
+}
+
+void route_tx_bad(struct vsock_dev *dev, const struct virtio_vsock_hdr *h)
+{
+	struct route_member *me = dev->route;
+	struct route_group *g = me->g;
+	struct route_track *t;
+	uint16_t type = 0;
+
+	pthread_mutex_lock(&g->lock);
+	t = track_find(g, h->src_cid, h->src_port, h->dst_cid, h->dst_port);
+	if (t && !t->rst_to && (t->m[0] == me || t->m[1] == me)) {
+		type = t->type;
+		track_drop_end(g, t, t->m[0] == me ? 0 : 1);
+	}
+	pthread_mutex_unlock(&g->lock);
+	if (type) {
+		struct virtio_vsock_hdr r = {
+			.src_cid = h->dst_cid,
+			.dst_cid = h->src_cid,
+			.src_port = h->dst_port,
+			.dst_port = h->src_port,
+			.type = type,
+			.op = VIRTIO_VSOCK_OP_RST,
+		};
+
+		dev_queue_raw(dev, &r);
+	}
 }
 
 bool route_cid_ok(const struct vsock_dev *dev, uint64_t cid)

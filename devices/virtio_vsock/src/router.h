@@ -18,12 +18,14 @@
  *     counted; beyond, the REQUEST gets an RST.
  *
  * Locking: one mutex per group (route_group.lock) protects the member
- * list, every member's forward queue, waiting_on, online, the
- * connection table and the RST counts. It is taken with no other device
- * lock held, and only dev->raw_lock, rxq_lock (through the pump's chain
- * helpers, never: see route_rx_serve) or eventfd writes happen under it.
- * The global group list has its own mutex (groups_lock), taken before a
- * group's lock.
+ * list, every member's forward queue, online, waiting_on, n_waiters, the
+ * connection table and the RST and track counts. It is taken with no other
+ * device lock held, and nothing under it takes another lock: only eventfd
+ * writes (pump_wake(), a waiting sender's ctl_wake_fd) happen there. Guest
+ * memory is written by pump 0 outside it (only that thread takes a queue's
+ * head off, so the head stays valid), and RST replies go to dev->raw_lock
+ * after it is released. The list of groups has its own mutex
+ * (groups_lock), taken before a group's lock, at create and destroy only.
  */
 #ifndef SKIFF_VSOCK_ROUTER_H
 #define SKIFF_VSOCK_ROUTER_H
@@ -81,6 +83,14 @@ bool route_cid_ok(const struct vsock_dev *dev, uint64_t cid);
  * when the destination's queue is full (see route_tx_held()).
  */
 void route_tx(struct vsock_dev *dev, const struct vq_chain *ch, const struct vsock_pkt *p);
+
+/*
+ * route_tx_bad() - control thread: a malformed packet (bad type, op or
+ * length) from @dev's guest names the guest-to-guest connection @h: as for
+ * host connections, that connection is reset, both ends (the sender now,
+ * the peer through its pump 0). Nothing happens when it is not tracked.
+ */
+void route_tx_bad(struct vsock_dev *dev, const struct virtio_vsock_hdr *h);
 
 /* route_tx_held() - whether @dev's TX must stay stopped (a packet is held). */
 bool route_tx_held(const struct vsock_dev *dev);

@@ -39,6 +39,7 @@ int gv_init(struct gv *d, uint64_t want, uint64_t force, uint32_t rxbuf_size)
 
 	memset(d, 0, sizeof(*d));
 	d->tx_open_slot = -1;
+	d->peer_cid = VSOCK_CID_HOST;
 	if (reg_read(VM_MAGIC) != 0x74726976 || reg_read(VM_VERSION) != 2 ||
 	    reg_read(VM_DEVICE_ID) != VIRTIO_ID_VSOCK)
 		return -1;
@@ -126,7 +127,7 @@ static void fill_hdr(struct gv *d, struct virtio_vsock_hdr *h, uint16_t op, uint
 {
 	struct virtio_vsock_hdr v = {
 		.src_cid = d->cid,
-		.dst_cid = VSOCK_CID_HOST,
+		.dst_cid = d->peer_cid,
 		.src_port = d->local_port,
 		.dst_port = d->peer_port,
 		.len = len,
@@ -219,12 +220,13 @@ void gv_tx_commit(struct gv *d, uint32_t len)
 /* Header checks; returns false for a packet that is not for us. */
 static bool hdr_ok(struct gv *d, const struct virtio_vsock_hdr *h)
 {
-	if (h->src_cid != VSOCK_CID_HOST || h->dst_cid != d->cid ||
-	    h->type != VIRTIO_VSOCK_TYPE_STREAM)
+	if (h->dst_cid != d->cid || h->type != VIRTIO_VSOCK_TYPE_STREAM)
 		return false;
 	if (d->state == GV_LISTEN)
-		return h->op == VIRTIO_VSOCK_OP_REQUEST && h->dst_port == d->local_port;
-	return h->dst_port == d->local_port && h->src_port == d->peer_port;
+		return h->op == VIRTIO_VSOCK_OP_REQUEST && h->dst_port == d->local_port &&
+		       h->src_cid != d->cid;
+	return h->src_cid == d->peer_cid && h->dst_port == d->local_port &&
+	       h->src_port == d->peer_port;
 }
 
 static void handle_hdr(struct gv *d, const struct virtio_vsock_hdr *h)
@@ -234,6 +236,7 @@ static void handle_hdr(struct gv *d, const struct virtio_vsock_hdr *h)
 	switch (h->op) {
 	case VIRTIO_VSOCK_OP_REQUEST:
 		if (d->state == GV_LISTEN) {
+			d->peer_cid = h->src_cid;
 			d->peer_port = h->src_port;
 			d->state = GV_CONNECTED;
 			send_ctrl(d, VIRTIO_VSOCK_OP_RESPONSE, 0);
@@ -249,6 +252,11 @@ static void handle_hdr(struct gv *d, const struct virtio_vsock_hdr *h)
 	case VIRTIO_VSOCK_OP_SHUTDOWN:
 		if (h->flags & VIRTIO_VSOCK_SHUTDOWN_SEND)
 			d->peer_shut_send = true;
+		/* Both ends closing at once (another guest): the RST is ours to send. */
+		if (d->closing && d->state == GV_CONNECTED &&
+		    (h->flags & (VIRTIO_VSOCK_SHUTDOWN_RCV | VIRTIO_VSOCK_SHUTDOWN_SEND)) ==
+			    (VIRTIO_VSOCK_SHUTDOWN_RCV | VIRTIO_VSOCK_SHUTDOWN_SEND))
+			gv_rst(d);
 		break;
 	case VIRTIO_VSOCK_OP_CREDIT_UPDATE:
 		d->credit_req_pending = false;
@@ -357,6 +365,7 @@ int gv_accept(struct gv *d, uint32_t port)
 void gv_close(struct gv *d)
 {
 	if (d->state == GV_CONNECTED) {
+		d->closing = true;
 		gv_shutdown(d, VIRTIO_VSOCK_SHUTDOWN_RCV | VIRTIO_VSOCK_SHUTDOWN_SEND);
 		while (d->state != GV_CLOSED)
 			gv_poll(d);

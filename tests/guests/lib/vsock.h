@@ -38,6 +38,8 @@ struct gv {
 
 	/* The one connection. */
 	enum gv_state state;
+	uint64_t peer_cid; /* VSOCK_CID_HOST unless set after gv_init(), or a REQUEST's source */
+	bool closing; /* gv_close() sent SHUTDOWN RCV|SEND */
 	uint32_t local_port, peer_port;
 	uint32_t peer_buf_alloc, peer_fwd_cnt, tx_cnt;
 	uint32_t fwd_cnt, fwd_cnt_sent;
@@ -57,10 +59,13 @@ struct gv {
  */
 int gv_init(struct gv *d, uint64_t want, uint64_t force, uint32_t rxbuf_size);
 
-/* gv_connect() - REQUEST to host port @port from @local; wait for RESPONSE/RST. 0 or -1. */
+/*
+ * gv_connect() - REQUEST to port @port of d->peer_cid (the host unless set)
+ * from @local; wait for RESPONSE/RST. 0 or -1.
+ */
 int gv_connect(struct gv *d, uint32_t local, uint32_t port);
 
-/* gv_accept() - wait for a host REQUEST to @port and answer RESPONSE. */
+/* gv_accept() - wait for a REQUEST to @port (host or another guest) and answer RESPONSE. */
 int gv_accept(struct gv *d, uint32_t port);
 
 /*
@@ -79,9 +84,10 @@ void gv_shutdown(struct gv *d, uint32_t flags);
 void gv_rst(struct gv *d);
 
 /*
- * gv_close() - orderly close: SHUTDOWN both ways, then wait for the device's
- * RST, which it sends once everything the guest sent reached the host
- * socket. Returns with the TX queue empty.
+ * gv_close() - orderly close: SHUTDOWN both ways, then wait for the peer's
+ * RST (the device sends it once everything the guest sent reached the host
+ * socket). A peer guest closing at the same time sends SHUTDOWN RCV|SEND
+ * instead: answered with RST, as Linux does. Returns with the TX queue empty.
  */
 void gv_close(struct gv *d);
 

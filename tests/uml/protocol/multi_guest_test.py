@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""skiff-vsock serving several guests (--guest): each guest socket answers with its own
+CID, the host side is optional per guest, CIDs are unique per group, the two argument
+forms do not mix, SIGTERM removes every socket file and prints per-guest counters.
+Usage: multi_guest_test.py SKIFF_VSOCK"""
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+BIN = sys.argv[1]
+fails = []
+
+
+def expect(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        fails.append(what)
+
+
+def connect(path, p):
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and p.poll() is None:
+        try:
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(path)
+            return s
+        except OSError:
+            time.sleep(0.02)
+    raise SystemExit(f"skiff-vsock did not start: {p.stderr.read() if p.poll() is not None else 'timeout'}")
+
+
+def request(s, req, payload=b""):
+    s.sendall(struct.pack("<III", req, 1, len(payload)) + payload)
+    hdr = s.recv(12, socket.MSG_WAITALL)
+    r, flags, size = struct.unpack("<III", hdr)
+    body = s.recv(size, socket.MSG_WAITALL) if size else b""
+    return r, flags, body
+
+
+def get_cid(s):
+    r, flags, body = request(s, 24, struct.pack("<III", 0, 8, 0) + bytes(8))  # GET_CONFIG
+    return struct.unpack("<Q", body[12:])[0] if len(body) == 20 else None
+
+
+def run(args):
+    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=30)
+
+
+with tempfile.TemporaryDirectory(prefix="vu-multi-") as d:
+    for bad in (["--guest", f"socket={d}/a,cid=3", "--cid", "4"],
+                ["--guest", f"socket={d}/a"],
+                ["--guest", f"cid=3"],
+                ["--guest", f"socket={d}/a,cid=2"],
+                ["--guest", f"socket={d}/a,cid=3,colour=red"],
+                ["--guest", f"socket={d}/a,cid=3,cid=4"],
+                ["--guest", f"socket={d}/a,cid=3", "--guest", f"socket={d}/a,cid=4"],
+                ["--guest", f"socket={d}/a,cid=3,group=" + "x" * 64]):
+        r = run(bad)
+        expect(r.returncode == 2, f"bad arguments {bad[1:]} exit 2 (got {r.returncode})")
+    r = run(["--guest", f"socket={d}/a,cid=3", "--guest", f"socket={d}/b,cid=3"])
+    expect(r.returncode == 1 and "cid 3" in r.stderr, "same CID in one group: exit 1")
+    expect(not os.path.exists(f"{d}/a") and not os.path.exists(f"{d}/b"),
+           "nothing left behind after a failed start")
+
+    p = subprocess.Popen([BIN, "--guest", f"socket={d}/a,cid=3,uds={d}/ha",
+                          "--guest", f"socket={d}/b,cid=4",
+                          "--guest", f"socket={d}/c,cid=3,group=lab", "--mrg-rxbuf", "off"],
+                         stderr=subprocess.PIPE, text=True)
+    socks = {n: connect(f"{d}/{n}", p) for n in "abc"}
+    for n, cid in (("a", 3), ("b", 4), ("c", 3)):
+        expect(get_cid(socks[n]) == cid, f"guest {n}: GET_CONFIG gives cid {cid}")
+        r, flags, body = request(socks[n], 1)  # GET_FEATURES
+        feats = struct.unpack("<Q", body)[0] if len(body) == 8 else 1 << 4
+        expect(not feats & (1 << 4), f"guest {n}: global --mrg-rxbuf off applies")
+    expect(os.path.exists(f"{d}/ha"), "guest a has its host side")
+    expect(not [f for f in os.listdir(d) if f.startswith("h") and f != "ha"],
+           "guests b and c have none")
+    # One frontend per socket at a time; a new one on b takes over b only.
+    s2 = connect(f"{d}/b", p)
+    expect(get_cid(s2) == 4, "a second frontend on b is served")
+    expect(get_cid(socks["a"]) == 3 and get_cid(socks["c"]) == 3, "a and c keep theirs")
+    p.send_signal(signal.SIGTERM)
+    try:
+        rc = p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = "hung"
+    err = p.stderr.read()
+    expect(rc == 0, f"SIGTERM: exit 0 (got {rc})")
+    for cid in (3, 4):
+        expect(f"cid {cid} counters:" in err, f"counters of cid {cid} printed")
+    expect(err.count("vhost-user: msgs") == 3, "one vhost-user line per guest")
+    expect(not any(os.path.exists(f"{d}/{n}") for n in ("a", "b", "c", "ha")),
+           "every socket file removed")
+    for s in list(socks.values()) + [s2]:
+        s.close()
+
+print("multi_guest_test: " + ("all passed" if not fails else f"{len(fails)} failed"))
+sys.exit(1 if fails else 0)
