@@ -8,12 +8,13 @@ Their vsock traffic goes through one skiff-vsock process serving both guests ove
 (`--guest socket=PATH,cid=N`, guest-to-guest routing); their TCP control channel goes over a
 private network:
 
-  this script re-executes itself in new network and PID namespaces (`unshare --net --pid
-  --fork --kill-child`; not root: also `--user --map-root-user`), so that the network, the
-  guests and the device all end with it, whatever happens (pass, fail, timeout, kill).
-  Network: a bridge with one tap per guest (UML vector transport `transport=tap`), guests at
-  10.77.0.3 and 10.77.0.4/24 set by their init script. Where /dev/net/tun cannot be opened
-  (not root and the node is 0600), a veth pair with `transport=raw` instead.
+  this script re-executes itself as PID 1 of new network, PID and mount namespaces
+  (`unshare --net --pid --mount --fork --kill-child`; not root: also `--user
+  --map-root-user`), so that the network, the guests, the device and the temporary files (a
+  tmpfs) all end with it, whatever happens (pass, fail, timeout, kill). Network: a bridge
+  with one tap per guest (UML vector transport `transport=tap`), guests at 10.77.0.3 and
+  10.77.0.4/24 set by their init script. Where /dev/net/tun cannot be opened (not root and
+  the node is 0600), a veth pair with `transport=raw,vec=0` instead (--net forces either).
 
 Guests are booted with scripts/guest-run.sh (initramfs from scripts/build-initramfs.sh with
 vsock_test in /bin); the server guest boots first and the client guest only once the server
@@ -33,8 +34,8 @@ skipped (SKIFF_SKIP_GUESTS=1).
 device defect from a guest or set-up one.
 
 Usage: peer_test.py --skiff-vsock BIN --variant baseline|patched --mrg-rxbuf on|off
-                    --work-dir DIR [--mode peer|loopback] [--attempts N] [--timeout S]
-                    [--deadline S]
+                    --work-dir DIR [--mode peer|loopback] [--net auto|tap|raw]
+                    [--kernel UML] [--attempts N] [--timeout S] [--deadline S]
 """
 import argparse
 import json
