@@ -230,6 +230,7 @@ int main(int argc, char **argv)
 	};
 	struct vsock_dev_config cfg = { .mrg_rxbuf = true };
 	const char *sock_path = NULL, *uds_path = NULL;
+	char *spec;
 	bool verbose = false, have_cid = false;
 	int sig_fd = -1, stop_fd = -1, fail_fd = -1, opt, ret, status = 1;
 	uint64_t v, cid = 0, one = 1;
@@ -260,7 +261,9 @@ int main(int argc, char **argv)
 				fprintf(stderr, "skiff-vsock: at most %d guests\n", MAX_GUESTS);
 				return 2;
 			}
-			if (parse_guest(optarg, &guests[n_guests]))
+			/* A copy: strtok_r would leave argv (what ps shows) cut up. */
+			spec = strdup(optarg);
+			if (!spec || parse_guest(spec, &guests[n_guests]))
 				return 2;
 			n_guests++;
 			multi_form = true;
@@ -340,6 +343,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 
+	for (i = 0; i < n_guests; i++)
+		guests[i].listen_fd = -1; /* the cleanup at out: must not close fd 0 */
+
 	/*
 	 * Device threads inherit this mask: SIGTERM/SIGINT reach us through
 	 * sig_fd only, SIGUSR1 through usr1_main().
@@ -363,7 +369,6 @@ int main(int argc, char **argv)
 		struct guest *g = &guests[i];
 		struct vsock_dev_config dc = cfg;
 
-		g->listen_fd = -1;
 		g->stop_fd = stop_fd;
 		g->fail_fd = fail_fd;
 		dc.guest_cid = g->cid;

@@ -101,5 +101,18 @@ with tempfile.TemporaryDirectory(prefix="vu-multi-") as d:
     for s in list(socks.values()) + [s2]:
         s.close()
 
+    # A start that fails at its first guest leaves the sockets of later guests alone,
+    # even when they belong to another live instance.
+    p = subprocess.Popen([BIN, "--guest", f"socket={d}/x,cid=5"], stderr=subprocess.PIPE, text=True)
+    sx = connect(f"{d}/x", p)
+    r = run(["--guest", f"socket={d}/nodir/a,cid=3", "--guest", f"socket={d}/x,cid=4"])
+    expect(r.returncode == 1, f"first guest's socket cannot be made: exit 1 (got {r.returncode})")
+    expect(os.path.exists(f"{d}/x") and get_cid(sx) == 5,
+           "the other instance's socket file and frontend are untouched")
+    p.send_signal(signal.SIGTERM)
+    expect(p.wait(timeout=20) == 0, "that instance still exits cleanly")
+    p.stderr.close()
+    sx.close()
+
 print("multi_guest_test: " + ("all passed" if not fails else f"{len(fails)} failed"))
 sys.exit(1 if fails else 0)
