@@ -262,12 +262,12 @@ int main(int argc, char **argv)
 		case 'g':
 			if (n_guests == MAX_GUESTS) {
 				fprintf(stderr, "skiff-vsock: at most %d guests\n", MAX_GUESTS);
-				return 2;
+				return EX_USAGE;
 			}
 			/* A copy: strtok_r would leave argv (what ps shows) cut up. */
 			spec = strdup(optarg);
 			if (!spec || parse_guest(spec, &guests[n_guests]))
-				return 2;
+				return EX_USAGE;
 			n_guests++;
 			multi_form = true;
 			break;
@@ -326,13 +326,13 @@ int main(int argc, char **argv)
 	}
 	if (multi_form && (sock_path || uds_path || have_cid)) {
 		fprintf(stderr, "skiff-vsock: use either --guest or --socket/--cid/--uds\n");
-		return 2;
+		return EX_USAGE;
 	}
 	if (!multi_form) {
 		if (!sock_path || !uds_path || !have_cid) {
 			fprintf(stderr, "skiff-vsock: --socket, --cid and --uds are required\n");
 			usage(stderr);
-			return 2;
+			return EX_USAGE;
 		}
 		guests[0] =
 			(struct guest){ .sock_path = sock_path, .uds_path = uds_path, .cid = cid };
@@ -343,7 +343,7 @@ int main(int argc, char **argv)
 			if (!strcmp(guests[i].sock_path, guests[j].sock_path)) {
 				fprintf(stderr, "skiff-vsock: socket %s given twice\n",
 					guests[i].sock_path);
-				return 2;
+				return EX_USAGE;
 			}
 
 	for (i = 0; i < n_guests; i++)

@@ -53,7 +53,7 @@ for bad in (["--cid", "2", "--socket", "/tmp/x", "--uds", "/tmp/y"], ["--socket"
             ["--cid", "3", "--socket", "/tmp/x", "--uds", "/tmp/y", "--mrg-rxbuf", "maybe"],
             ["--cid", "4294967295", "--socket", "/tmp/x", "--uds", "/tmp/y"], ["--bogus"]):
     r = subprocess.run([BIN, *bad], capture_output=True, text=True)
-    expect(r.returncode == 2, f"bad arguments {bad} exit 2 (got {r.returncode})")
+    expect(r.returncode == 64, f"bad arguments {bad} exit 64 (EX_USAGE) (got {r.returncode})")
 
 with tempfile.TemporaryDirectory(prefix="vu-cli-") as d:
     p, s = start(d, "--mrg-rxbuf", "off")

@@ -62,7 +62,7 @@ with tempfile.TemporaryDirectory(prefix="vu-multi-") as d:
                 ["--guest", f"socket={d}/a,cid=3", "--guest", f"socket={d}/a,cid=4"],
                 ["--guest", f"socket={d}/a,cid=3,group=" + "x" * 64]):
         r = run(bad)
-        expect(r.returncode == 2, f"bad arguments {bad[1:]} exit 2 (got {r.returncode})")
+        expect(r.returncode == 64, f"bad arguments {bad[1:]} exit 64 (EX_USAGE) (got {r.returncode})")
     r = run(["--guest", f"socket={d}/a,cid=3", "--guest", f"socket={d}/b,cid=3"])
     expect(r.returncode == 1 and "cid 3" in r.stderr, "same CID in one group: exit 1")
     expect(not os.path.exists(f"{d}/a") and not os.path.exists(f"{d}/b"),
