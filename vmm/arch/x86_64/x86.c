@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <linux/kvm.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 
@@ -31,35 +32,38 @@
 static int set_gsi_routing(struct vm *vm)
 {
 	enum { NR_PIC = 15, NR_IOAPIC = X86_IOAPIC_PINS - 1 }; /* both without GSI 2 */
-	struct {
-		struct kvm_irq_routing hdr;
-		struct kvm_irq_routing_entry e[NR_PIC + NR_IOAPIC];
-	} r;
+	struct kvm_irq_routing_entry *e;
+	struct kvm_irq_routing *r;
 	unsigned int gsi, n = 0;
+	int ret = 0;
 
-	memset(&r, 0, sizeof(r));
+	r = calloc(1, sizeof(*r) + (NR_PIC + NR_IOAPIC) * sizeof(*e));
+	if (!r)
+		return -ENOMEM;
+	e = r->entries;
 	for (gsi = 0; gsi < X86_IOAPIC_PINS; gsi++) {
 		if (gsi == 2)
 			continue;
-		r.e[n].gsi = gsi;
-		r.e[n].type = KVM_IRQ_ROUTING_IRQCHIP;
-		r.e[n].u.irqchip.irqchip = KVM_IRQCHIP_IOAPIC;
-		r.e[n].u.irqchip.pin = gsi ? gsi : 2;
+		e[n].gsi = gsi;
+		e[n].type = KVM_IRQ_ROUTING_IRQCHIP;
+		e[n].u.irqchip.irqchip = KVM_IRQCHIP_IOAPIC;
+		e[n].u.irqchip.pin = gsi ? gsi : 2;
 		n++;
 		if (gsi >= 16)
 			continue;
-		r.e[n].gsi = gsi;
-		r.e[n].type = KVM_IRQ_ROUTING_IRQCHIP;
-		r.e[n].u.irqchip.irqchip = gsi < 8 ? KVM_IRQCHIP_PIC_MASTER : KVM_IRQCHIP_PIC_SLAVE;
-		r.e[n].u.irqchip.pin = gsi & 7;
+		e[n].gsi = gsi;
+		e[n].type = KVM_IRQ_ROUTING_IRQCHIP;
+		e[n].u.irqchip.irqchip = gsi < 8 ? KVM_IRQCHIP_PIC_MASTER : KVM_IRQCHIP_PIC_SLAVE;
+		e[n].u.irqchip.pin = gsi & 7;
 		n++;
 	}
+	r->nr = n;
 	if (n != NR_PIC + NR_IOAPIC)
-		return -EINVAL;
-	r.hdr.nr = n;
-	if (ioctl(vm->vm_fd, KVM_SET_GSI_ROUTING, &r) < 0)
-		return -errno;
-	return 0;
+		ret = -EINVAL;
+	else if (ioctl(vm->vm_fd, KVM_SET_GSI_ROUTING, r) < 0)
+		ret = -errno;
+	free(r);
+	return ret;
 }
 
 int arch_vm_init(struct vm *vm)
