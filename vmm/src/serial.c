@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "bus.h"
+#include "skiff/sandbox.h"
 #include "vm.h"
 
 #define UART_RX 0 /* RBR / THR; DLL with DLAB */
@@ -215,6 +216,9 @@ static void *serial_input_thread(void *arg)
 				 { .fd = s->stop_fd, .events = POLLIN } };
 	uint8_t buf[RX_FIFO];
 
+	/* Refuse to read input unfiltered; the guest just sees no input. */
+	if (s->vm->cfg.seccomp && sandbox_enter(SANDBOX_SERIAL_IN))
+		return NULL;
 	for (;;) {
 		ssize_t n, i;
 
