@@ -57,12 +57,15 @@ static int allow_list(scmp_filter_ctx ctx, const int *nrs, size_t n)
 static int add_common(scmp_filter_ctx ctx)
 {
 	static const int nrs[] = {
-		SCMP_SYS(futex),	 SCMP_SYS(exit),	   SCMP_SYS(exit_group),
-		SCMP_SYS(rt_sigreturn),	 SCMP_SYS(rt_sigprocmask), SCMP_SYS(restart_syscall),
-		SCMP_SYS(getpid),	 SCMP_SYS(gettid),	   SCMP_SYS(clock_gettime),
-		SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep),	   SCMP_SYS(sched_yield),
-		SCMP_SYS(getrandom),	 SCMP_SYS(brk),		   SCMP_SYS(munmap),
-		SCMP_SYS(madvise),	 SCMP_SYS(mremap),
+		SCMP_SYS(futex),	  SCMP_SYS(exit),
+		SCMP_SYS(exit_group),	  SCMP_SYS(rt_sigreturn),
+		SCMP_SYS(rt_sigprocmask), SCMP_SYS(restart_syscall),
+		SCMP_SYS(getpid),	  SCMP_SYS(gettid),
+		SCMP_SYS(clock_gettime),  SCMP_SYS(clock_nanosleep),
+		SCMP_SYS(nanosleep),	  SCMP_SYS(sched_yield),
+		SCMP_SYS(getrandom),	  SCMP_SYS(brk),
+		SCMP_SYS(munmap),	  SCMP_SYS(madvise),
+		SCMP_SYS(mremap),
 	};
 	int ret = ALLOW_LIST(ctx, nrs);
 
@@ -70,8 +73,7 @@ static int add_common(scmp_filter_ctx ctx)
 	if (!ret)
 		ret = allow_if(ctx, SCMP_SYS(mmap), SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
 	if (!ret)
-		ret = allow_if(ctx, SCMP_SYS(mprotect),
-			       SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+		ret = allow_if(ctx, SCMP_SYS(mprotect), SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
 	/* the SIGSYS handler: its message, then SIGSYS to itself */
 	if (!ret)
 		ret = allow_if(ctx, SCMP_SYS(write), SCMP_A0(SCMP_CMP_EQ, 2));
@@ -108,15 +110,14 @@ static int allow_ioctls(scmp_filter_ctx ctx, const unsigned long *reqs, size_t n
  * take the listener's backlog, disarm the timer; a start asks the spawner.
  */
 static const int dev_control_nrs[] = {
-	SCMP_SYS(close),	   SCMP_SYS(epoll_ctl), SCMP_SYS(accept4),
-	SCMP_SYS(timerfd_settime), SCMP_SYS(shutdown), SCMP_SYS(read),
-	SCMP_SYS(write),
+	SCMP_SYS(close),    SCMP_SYS(epoll_ctl), SCMP_SYS(accept4), SCMP_SYS(timerfd_settime),
+	SCMP_SYS(shutdown), SCMP_SYS(read),	 SCMP_SYS(write),
 };
 
 static int add_vcpu(scmp_filter_ctx ctx)
 {
 	static const unsigned long reqs[] = {
-		KVM_RUN,	   KVM_GET_REGS,	KVM_SET_REGS,	      KVM_GET_SREGS,
+		KVM_RUN,       KVM_GET_REGS,	    KVM_SET_REGS,	 KVM_GET_SREGS,
 		KVM_TRANSLATE, KVM_GET_VCPU_EVENTS, KVM_SET_VCPU_EVENTS, KVM_IRQ_LINE,
 	};
 	int ret = allow_ioctls(ctx, reqs, sizeof(reqs) / sizeof(reqs[0]));
@@ -173,9 +174,9 @@ static int add_serial_in(scmp_filter_ctx ctx)
 
 /* Host socket I/O shared by both device thread types. */
 static const int dev_io_nrs[] = {
-	SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait),	 SCMP_SYS(read),	SCMP_SYS(write),
-	SCMP_SYS(readv),      SCMP_SYS(writev),		 SCMP_SYS(sendmsg),	SCMP_SYS(recvmsg),
-	SCMP_SYS(sendto),     SCMP_SYS(recvfrom),	 SCMP_SYS(close),	SCMP_SYS(epoll_ctl),
+	SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait),	 SCMP_SYS(read),       SCMP_SYS(write),
+	SCMP_SYS(readv),      SCMP_SYS(writev),		 SCMP_SYS(sendmsg),    SCMP_SYS(recvmsg),
+	SCMP_SYS(sendto),     SCMP_SYS(recvfrom),	 SCMP_SYS(close),      SCMP_SYS(epoll_ctl),
 	SCMP_SYS(shutdown),   SCMP_SYS(timerfd_settime), SCMP_SYS(getsockopt), SCMP_SYS(setsockopt),
 	SCMP_SYS(poll),
 };
@@ -222,9 +223,9 @@ static int add_vsock_pump(scmp_filter_ctx ctx)
 static int add_vu_main(scmp_filter_ctx ctx)
 {
 	static const int nrs[] = {
-		SCMP_SYS(poll),	      SCMP_SYS(ppoll),	    SCMP_SYS(recvmsg),	  SCMP_SYS(sendmsg),
-		SCMP_SYS(recvfrom),   SCMP_SYS(sendto),	    SCMP_SYS(fstat),	  SCMP_SYS(newfstatat),
-		SCMP_SYS(setsockopt), SCMP_SYS(getsockopt), SCMP_SYS(unlink),	  SCMP_SYS(lseek),
+		SCMP_SYS(poll),	      SCMP_SYS(ppoll),	    SCMP_SYS(recvmsg), SCMP_SYS(sendmsg),
+		SCMP_SYS(recvfrom),   SCMP_SYS(sendto),	    SCMP_SYS(fstat),   SCMP_SYS(newfstatat),
+		SCMP_SYS(setsockopt), SCMP_SYS(getsockopt), SCMP_SYS(unlink),  SCMP_SYS(lseek),
 	};
 	int ret = ALLOW_LIST(ctx, dev_control_nrs);
 

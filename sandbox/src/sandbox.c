@@ -33,10 +33,10 @@
 #define NAME_MAX_LEN 24
 
 static const char *const kind_names[SANDBOX_KIND_NUM] = {
-	[SANDBOX_VMM_MAIN] = "main",	     [SANDBOX_VMM_SIGNAL] = "signal",
-	[SANDBOX_VCPU] = "vcpu",	     [SANDBOX_SERIAL_IN] = "serial-in",
-	[SANDBOX_VSOCK_CTL] = "vsock-ctl",   [SANDBOX_VSOCK_PUMP] = "vsock-pump",
-	[SANDBOX_VU_MAIN] = "vu-main",	     [SANDBOX_VU_SIGNAL] = "vu-signal",
+	[SANDBOX_VMM_MAIN] = "main",	   [SANDBOX_VMM_SIGNAL] = "signal",
+	[SANDBOX_VCPU] = "vcpu",	   [SANDBOX_SERIAL_IN] = "serial-in",
+	[SANDBOX_VSOCK_CTL] = "vsock-ctl", [SANDBOX_VSOCK_PUMP] = "vsock-pump",
+	[SANDBOX_VU_MAIN] = "vu-main",	   [SANDBOX_VU_SIGNAL] = "vu-signal",
 	[SANDBOX_SPAWNER] = "spawner",
 };
 
@@ -167,7 +167,8 @@ static int compile_one(enum sandbox_kind kind, uint32_t def_action, struct sock_
 	if (ret)
 		goto out;
 	size = lseek(fd, 0, SEEK_END);
-	if (size <= 0 || size % (off_t)sizeof(*insns) || size / (off_t)sizeof(*insns) > BPF_MAXINSNS) {
+	if (size <= 0 || size % (off_t)sizeof(*insns) ||
+	    size / (off_t)sizeof(*insns) > BPF_MAXINSNS) {
 		ret = -E2BIG;
 		goto out;
 	}

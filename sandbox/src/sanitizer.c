@@ -18,7 +18,7 @@
 int sandbox_add_sanitizer(scmp_filter_ctx ctx)
 {
 	static const int nrs[] = {
-		SCMP_SYS(sigaltstack), SCMP_SYS(sched_yield), SCMP_SYS(getrlimit),
+		SCMP_SYS(sigaltstack), SCMP_SYS(sched_yield),  SCMP_SYS(getrlimit),
 		SCMP_SYS(prlimit64),   SCMP_SYS(rt_sigaction), SCMP_SYS(sched_getaffinity),
 	};
 	unsigned int i;
