@@ -327,8 +327,8 @@ int skiff_vm_set_vsock(struct skiff_vm *h, const struct skiff_vsock_config *cfg)
 
 int skiff_vm_set_seccomp(struct skiff_vm *h, enum skiff_seccomp_mode mode)
 {
-	if (!h || (mode != SKIFF_SECCOMP_OFF && mode != SKIFF_SECCOMP_LOG &&
-		   mode != SKIFF_SECCOMP_KILL))
+	if (!h ||
+	    (mode != SKIFF_SECCOMP_OFF && mode != SKIFF_SECCOMP_LOG && mode != SKIFF_SECCOMP_KILL))
 		return -EINVAL;
 	if (!configurable(h))
 		return -EBUSY;
