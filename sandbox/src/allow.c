@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "sandbox_int.h"
 
@@ -53,6 +54,20 @@ static int allow_list(scmp_filter_ctx ctx, const int *nrs, size_t n)
  */
 #define VMM_KICK_SIGNAL (SIGRTMIN + 6)
 
+/*
+ * tgkill(2) of signal @sig to a thread of this process only (the filters are
+ * compiled in the process that installs them; a fork child has another pid
+ * and cannot signal).
+ */
+static int allow_signal(scmp_filter_ctx ctx, int sig)
+{
+	int ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 2,
+				   SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()),
+				   SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)sig));
+
+	return ret == -EEXIST ? 0 : ret;
+}
+
 /* Every thread: locks, signal return, memory for malloc, its own death. */
 static int add_common(scmp_filter_ctx ctx)
 {
@@ -78,7 +93,7 @@ static int add_common(scmp_filter_ctx ctx)
 	if (!ret)
 		ret = allow_if(ctx, SCMP_SYS(write), SCMP_A0(SCMP_CMP_EQ, 2));
 	if (!ret)
-		ret = allow_if(ctx, SCMP_SYS(tgkill), SCMP_A2(SCMP_CMP_EQ, SIGSYS));
+		ret = allow_signal(ctx, SIGSYS);
 #ifdef SKIFF_SANITIZED
 	if (!ret)
 		ret = sandbox_add_sanitizer(ctx);
@@ -88,7 +103,7 @@ static int add_common(scmp_filter_ctx ctx)
 
 static int allow_kick(scmp_filter_ctx ctx)
 {
-	return allow_if(ctx, SCMP_SYS(tgkill), SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)VMM_KICK_SIGNAL));
+	return allow_signal(ctx, VMM_KICK_SIGNAL);
 }
 
 static int allow_ioctls(scmp_filter_ctx ctx, const unsigned long *reqs, size_t n)
@@ -110,8 +125,15 @@ static int allow_ioctls(scmp_filter_ctx ctx, const unsigned long *reqs, size_t n
  * take the listener's backlog, disarm the timer; a start asks the spawner.
  */
 static const int dev_control_nrs[] = {
-	SCMP_SYS(close),    SCMP_SYS(epoll_ctl), SCMP_SYS(accept4), SCMP_SYS(timerfd_settime),
-	SCMP_SYS(shutdown), SCMP_SYS(read),	 SCMP_SYS(write),
+	SCMP_SYS(close),
+	SCMP_SYS(epoll_ctl),
+	SCMP_SYS(accept4),
+	SCMP_SYS(timerfd_settime),
+	SCMP_SYS(shutdown),
+	SCMP_SYS(read),
+	SCMP_SYS(write),
+	/* glibc's qsort (the RX chain pool on stop) sizes its buffer by RAM: sysinfo */
+	SCMP_SYS(sysinfo),
 };
 
 static int add_vcpu(scmp_filter_ctx ctx)

@@ -205,6 +205,36 @@ static void resolve_names(void)
 	}
 }
 
+/*
+ * glibc's malloc opens /proc/sys/vm/overcommit_memory the first time it gives
+ * a thread arena's memory back (check_may_shrink_heap(), malloc/arena.c) and
+ * caches the answer. Make that first time happen here, on a thread with no
+ * filter: free enough memory of a fresh thread's arena for heap_trim() to
+ * shrink it. Otherwise a device thread closing many connections would do it
+ * under its filter, which rightly has no open.
+ */
+static void *warm_arena(void *unused)
+{
+	void *p[32];
+	unsigned int i;
+
+	for (i = 0; i < 32; i++) {
+		p[i] = malloc(64 * 1024); /* below the mmap threshold: from the arena */
+		__asm__ volatile("" : : "r"(p[i]) : "memory"); /* keep the pair */
+	}
+	for (i = 0; i < 32; i++)
+		free(p[i]);
+	return NULL;
+}
+
+static void warm_malloc(void)
+{
+	pthread_t t;
+
+	if (!pthread_create(&t, NULL, warm_arena, NULL))
+		pthread_join(t, NULL);
+}
+
 int sandbox_init(enum sandbox_mode mode, const char *prog)
 {
 	struct sigaction sa;
@@ -240,6 +270,7 @@ int sandbox_init(enum sandbox_mode mode, const char *prog)
 		}
 	}
 	resolve_names();
+	warm_malloc();
 #ifdef SKIFF_TEST_HOOKS
 	sandbox_test_hook_init();
 #endif

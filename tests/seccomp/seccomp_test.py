@@ -64,6 +64,42 @@ def run_skiff(binary, guest_dir, violate, *extra, stdin=subprocess.DEVNULL):
         return r.returncode, r.stderr
 
 
+def test_skiff_sigterm(binary, guest_dir):
+    """Filters on: a host connection to a listening guest, then SIGTERM (signal
+    thread: skiff_vm_stop(); main thread: teardown with a live connection)."""
+    with tempfile.TemporaryDirectory(prefix="skiff-sc-") as d:
+        p = subprocess.Popen([binary, "run", "--tiny-guest", "--kernel",
+                              f"{guest_dir}/guest_vsock_listen.elf", "--cmdline", "port=6000",
+                              "--mem", "64M", "--console", "none", "--vsock",
+                              f"cid=3,uds={d}/v.sock"], stdin=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
+        reply = b""
+        deadline = time.monotonic() + TIMEOUT
+        while p.poll() is None and time.monotonic() < deadline and not reply:
+            try:
+                with socket.socket(socket.AF_UNIX) as c:
+                    c.settimeout(TIMEOUT)
+                    c.connect(f"{d}/v.sock")
+                    c.sendall(b"CONNECT 6000\n")
+                    reply = c.recv(64)
+                    if reply.startswith(b"OK "):
+                        c.sendall(b"ping")
+                        echo = c.recv(4, socket.MSG_WAITALL)
+                        p.send_signal(signal.SIGTERM)
+                        _, err = p.communicate(timeout=TIMEOUT)
+                        expect(echo == b"ping" and p.returncode == 128 + signal.SIGTERM and
+                               "seccomp" not in err,
+                               "kill: host CONNECT, echo, then SIGTERM: exit 143",
+                               f"echo {echo!r}, exit {p.returncode}: {err}")
+                        return
+            except OSError:
+                reply = b""
+                time.sleep(0.05)  # device not listening or not started yet
+        p.kill()
+        _, err = p.communicate()
+        expect(False, "kill: host CONNECT to a listening guest", f"reply {reply!r}: {err}")
+
+
 def test_skiff(binary, guest_dir):
     if not os.path.exists("/dev/kvm"):
         print("skip: /dev/kvm does not exist")
@@ -92,6 +128,8 @@ def test_skiff(binary, guest_dir):
         os.close(slave)
         os.close(master)
     check_killed(code, err, "serial-in", "open", "skiff", "skiff")
+
+    test_skiff_sigterm(binary, guest_dir)
 
     code, err = run_skiff(binary, guest_dir, "vcpu:execve", "--seccomp", "log")
     expect(code == base_off and "seccomp: thread" not in err,
