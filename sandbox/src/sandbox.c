@@ -259,16 +259,10 @@ int sandbox_init(enum sandbox_mode mode, const char *prog)
 		goto out;
 	}
 	def_action = mode == SANDBOX_KILL ? SCMP_ACT_TRAP : SCMP_ACT_LOG;
-	for (k = 0; k < SANDBOX_KIND_NUM; k++) {
+	for (k = 0; k < SANDBOX_KIND_NUM && !ret; k++)
 		ret = compile_one(k, def_action, &progs[k]);
-		if (ret) {
-			while (k--) {
-				free(progs[k].filter);
-				progs[k].filter = NULL;
-			}
-			goto out;
-		}
-	}
+	if (ret)
+		goto err_free;
 	resolve_names();
 	warm_malloc();
 #ifdef SKIFF_TEST_HOOKS
@@ -281,14 +275,14 @@ int sandbox_init(enum sandbox_mode mode, const char *prog)
 		sigemptyset(&sa.sa_mask);
 		if (sigaction(SIGSYS, &sa, NULL)) {
 			ret = -errno;
-			goto out;
+			goto err_free;
 		}
 	}
 	__atomic_store_n(&cur_mode, mode, __ATOMIC_RELEASE);
 	ret = sandbox_spawner_start();
 	if (ret) {
 		__atomic_store_n(&cur_mode, SANDBOX_OFF, __ATOMIC_RELEASE);
-		goto out;
+		goto err_free;
 	}
 done:
 	cur_mode = mode;
@@ -296,6 +290,13 @@ done:
 out:
 	pthread_mutex_unlock(&init_lock);
 	return ret;
+err_free:
+	/* Not inited: nothing was installed, a later call starts over. */
+	for (k = 0; k < SANDBOX_KIND_NUM; k++) {
+		free(progs[k].filter);
+		progs[k].filter = NULL;
+	}
+	goto out;
 }
 
 int sandbox_enter(enum sandbox_kind kind)
