@@ -142,8 +142,6 @@ START_TEST(linux_vsock_driver_on_skiff)
 	ck_assert_int_eq(skiff_vm_set_memory(vm, 64u << 20), 0);
 	ck_assert_int_eq(skiff_vm_set_console(vm, SKIFF_CONSOLE_FILE, con, -1), 0);
 	ck_assert_int_eq(skiff_vm_set_vsock(vm, &vc), 0);
-	/* Linux with every VMM and device thread under its seccomp filter (issue 10). */
-	ck_assert_int_eq(skiff_vm_set_seccomp(vm, SKIFF_SECCOMP_KILL), 0);
 	ck_assert_int_eq(skiff_vm_start(vm), 0);
 
 	/* Eventually DRIVER_OK and RX buffers: poll the transport once a second. */
