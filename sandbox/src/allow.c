@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -219,6 +220,16 @@ static int add_dev_io(scmp_filter_ctx ctx)
 }
 
 /*
+ * Out of fds, uds_accept() (host_uds.c) gives back its reserved fd, takes the
+ * client off the backlog, closes it and reserves again with
+ * fcntl(listener, F_DUPFD_CLOEXEC, 0): that command only.
+ */
+static int allow_spare_fd(scmp_filter_ctx ctx)
+{
+	return allow_if(ctx, SCMP_SYS(fcntl), SCMP_A1(SCMP_CMP_EQ, F_DUPFD_CLOEXEC));
+}
+
+/*
  * The control thread is the only device thread that makes host sockets:
  * accept4 on the listener (host-initiated), socket(AF_UNIX) + connect to
  * <uds>_<port> (guest-initiated).
@@ -233,12 +244,35 @@ static int add_vsock_ctl(scmp_filter_ctx ctx)
 		ret = allow_if(ctx, SCMP_SYS(socket), SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
 	if (!ret)
 		ret = allow(ctx, SCMP_SYS(connect));
+	if (!ret)
+		ret = allow_spare_fd(ctx);
 	return ret;
 }
 
 static int add_vsock_pump(scmp_filter_ctx ctx)
 {
 	return add_dev_io(ctx);
+}
+
+/*
+ * The lobby (devices/virtio_vsock/src/host_lobby.c), while the device is not
+ * started: poll its wake eventfd (never read there) and the listener, accept4
+ * host clients and hold them, close them when their wait is over, and expire
+ * the pending CONNECTs left from before a stop (epoll_ctl(EPOLL_CTL_DEL) from
+ * the control thread's epoll, close). Its name: prctl(PR_SET_NAME).
+ */
+static int add_vsock_lobby(scmp_filter_ctx ctx)
+{
+	static const int nrs[] = { SCMP_SYS(poll), SCMP_SYS(accept4), SCMP_SYS(close) };
+	int ret = ALLOW_LIST(ctx, nrs);
+
+	if (!ret)
+		ret = allow_spare_fd(ctx);
+	if (!ret)
+		ret = allow_if(ctx, SCMP_SYS(epoll_ctl), SCMP_A1(SCMP_CMP_EQ, EPOLL_CTL_DEL));
+	if (!ret)
+		ret = allow_if(ctx, SCMP_SYS(prctl), SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME));
+	return ret;
 }
 
 /* skiff-vsock's frontend thread: vhost-user messages, memory table, device control. */
@@ -285,6 +319,8 @@ static int add_spawner(scmp_filter_ctx ctx)
 	if (!ret)
 		ret = add_vsock_pump(ctx);
 	if (!ret)
+		ret = add_vsock_lobby(ctx);
+	if (!ret)
 		ret = ALLOW_LIST(ctx, nrs);
 	if (!ret)
 		ret = allow_if(ctx, SCMP_SYS(clone),
@@ -318,6 +354,8 @@ int sandbox_add_rules(scmp_filter_ctx ctx, enum sandbox_kind kind)
 		return add_vsock_ctl(ctx);
 	case SANDBOX_VSOCK_PUMP:
 		return add_vsock_pump(ctx);
+	case SANDBOX_VSOCK_LOBBY:
+		return add_vsock_lobby(ctx);
 	case SANDBOX_VU_MAIN:
 		return add_vu_main(ctx);
 	case SANDBOX_VU_SIGNAL:

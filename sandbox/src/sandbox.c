@@ -37,7 +37,7 @@ static const char *const kind_names[SANDBOX_KIND_NUM] = {
 	[SANDBOX_VCPU] = "vcpu",	   [SANDBOX_SERIAL_IN] = "serial-in",
 	[SANDBOX_VSOCK_CTL] = "vsock-ctl", [SANDBOX_VSOCK_PUMP] = "vsock-pump",
 	[SANDBOX_VU_MAIN] = "vu-main",	   [SANDBOX_VU_SIGNAL] = "vu-signal",
-	[SANDBOX_SPAWNER] = "spawner",
+	[SANDBOX_SPAWNER] = "spawner",	   [SANDBOX_VSOCK_LOBBY] = "vsock-lobby",
 };
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER; /* protects the set-up below */

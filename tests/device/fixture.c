@@ -34,6 +34,8 @@ void fx_setup(struct fx *fx, const struct fx_opts *o)
 		.conn_buf_size = o->conn_buf_size,
 		.rx_pkt_max = o->rx_pkt_max,
 		.host_wait_ms = o->host_wait_ms,
+		.spawn = o->spawn,
+		.spawn_opaque = o->spawn_opaque,
 	};
 	if (o->drv.notify_cb) {
 		fx->dcfg.notify = sim_drv_notify;

@@ -25,6 +25,8 @@ struct fx_opts {
 	struct sim_drv_config drv;
 	bool no_attach; /* create both sides, do not attach */
 	const char *uds_path; /* NULL: a fresh path under /tmp */
+	vsock_spawn_fn spawn; /* vsock_dev_config.spawn (NULL: pthread_create) */
+	void *spawn_opaque;
 };
 
 struct fx {

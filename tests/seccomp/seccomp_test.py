@@ -11,6 +11,7 @@ Usage: seccomp_test.py skiff SKIFF_BIN GUEST_DIR     (label vmm)
 """
 import os
 import pty
+import resource
 import signal
 import socket
 import struct
@@ -23,6 +24,9 @@ fails = []
 TIMEOUT = 60  # generous: a loaded 2-core machine
 # The hook's calls and the name the kernel's number resolves to.
 CALL_NAME = {"execve": "execve", "open": "openat", "socket": "socket", "ptrace": "ptrace"}
+# skiff-vsock's exit status on a usage error (vhost_user/main.c): the one
+# place this test knows it.
+VSOCK_USAGE_EXIT = 2
 
 
 def expect(cond, what, detail=""):
@@ -116,7 +120,8 @@ def test_skiff(binary, guest_dir):
 
     for kind, call in (("main", "open"), ("signal", "execve"), ("vcpu", "execve"),
                        ("vcpu", "socket"), ("vsock-ctl", "execve"), ("vsock-pump", "socket"),
-                       ("vsock-pump", "open"), ("spawner", "ptrace")):
+                       ("vsock-pump", "open"), ("vsock-lobby", "open"),
+                       ("vsock-lobby", "socket"), ("spawner", "ptrace")):
         code, err = run_skiff(binary, guest_dir, f"{kind}:{call}")
         check_killed(code, err, kind, call, "skiff", "skiff")
     # The console input thread exists only when stdin is a terminal.
@@ -233,6 +238,7 @@ def test_vsock(binary):
            f"exit {code}: {err}")
     for kind, call, start in (("vu-main", "execve", False), ("vu-main", "socket", False),
                               ("vu-signal", "open", False), ("spawner", "ptrace", False),
+                              ("vsock-lobby", "execve", False), ("vsock-lobby", "socket", False),
                               ("vsock-ctl", "execve", True), ("vsock-pump", "socket", True),
                               ("vsock-pump", "ptrace", True)):
         code, err = run_vsock(binary, f"{kind}:{call}", start)
@@ -243,8 +249,114 @@ def test_vsock(binary):
            f"exit {code}: {err}")
     r = subprocess.run([binary, "--socket", "/tmp/x", "--cid", "3", "--uds", "/tmp/y",
                         "--seccomp", "maybe"], capture_output=True, text=True, timeout=TIMEOUT)
-    expect(r.returncode == 2 and "--seccomp" in r.stderr, "bad --seccomp value: exit 2",
+    expect(r.returncode == VSOCK_USAGE_EXIT and "--seccomp" in r.stderr,
+           f"bad --seccomp value: usage exit {VSOCK_USAGE_EXIT}",
            f"exit {r.returncode}: {r.stderr}")
+    test_vsock_out_of_fds(binary)
+
+
+def wait_path(p, path):
+    deadline = time.monotonic() + TIMEOUT
+    while p.poll() is None and time.monotonic() < deadline and not os.path.exists(path):
+        time.sleep(0.02)  # no event to wait for: the process makes the socket file
+    return os.path.exists(path)
+
+
+def limit_fds(pid, spare):
+    """Lower pid's RLIMIT_NOFILE to `spare` above its highest fd. Return: the
+    old limits and how many fds it can still open (the holes below too)."""
+    fds = [int(f) for f in os.listdir(f"/proc/{pid}/fd")]
+    soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (max(fds) + 1 + spare, hard))
+    return soft, hard, max(fds) + 1 + spare - len(fds)
+
+
+def eof_without_ok(c):
+    """Read until the end; True when the device closed it without "OK" (a
+    close with our CONNECT line unread shows as a reset on AF_UNIX)."""
+    data = b""
+    try:
+        while True:
+            b = c.recv(64)
+            if not b:
+                break
+            data += b
+    except ConnectionResetError:
+        pass
+    except OSError:
+        return False  # timeout: not closed
+    return not data.startswith(b"OK")
+
+
+def host_clients(path, n):
+    cs = []
+    for _ in range(n):
+        c = socket.socket(socket.AF_UNIX)
+        c.settimeout(TIMEOUT)
+        c.connect(path)  # queued in the backlog even when nobody accepts
+        c.sendall(b"CONNECT 5000\n")
+        cs.append(c)
+    return cs
+
+
+def test_vsock_out_of_fds(binary):
+    """Under kill, out of fds: the lobby (device not started yet) and then the
+    control thread take clients off the backlog and refuse them (uds_accept():
+    close of the reserved fd, accept4, close, fcntl(F_DUPFD_CLOEXEC)); the
+    frontend listener backs off (vu_server.c). None of it may die by SIGSYS."""
+    with tempfile.TemporaryDirectory(prefix="vu-sc-") as d:
+        env = dict(os.environ)
+        env.pop("SKIFF_TEST_SECCOMP_VIOLATE", None)
+        p = subprocess.Popen([binary, "--socket", f"{d}/vu.sock", "--cid", "3", "--uds",
+                              f"{d}/h.sock", "--rx-threads", "1"], env=env,
+                             stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
+        fe, cs = None, []
+        try:
+            if not wait_path(p, f"{d}/vu.sock"):
+                expect(False, "out of fds: skiff-vsock starts", p.stderr.read())
+                return
+            # Lobby: `free` clients held, the last 3 refused at EMFILE.
+            soft, hard, free = limit_fds(p.pid, 2)
+            cs = host_clients(f"{d}/h.sock", free + 3)
+            refused = [eof_without_ok(c) for c in cs[free:]]
+            # The frontend listener is out of fds too: vu-main backs off.
+            fe_early = socket.socket(socket.AF_UNIX)
+            fe_early.connect(f"{d}/vu.sock")
+            fe_early.close()
+            resource.prlimit(p.pid, resource.RLIMIT_NOFILE, (soft, hard))
+            expect(all(refused) and p.poll() is None,
+                   "kill, out of fds before the device starts: the lobby refuses the "
+                   "extra clients (EOF without OK) and the process lives",
+                   f"refused {refused}, exit {p.poll()}")
+            for c in cs:
+                c.close()
+            fe = Frontend(f"{d}/vu.sock")
+            fe.start_device()
+            fe.s.sendall(vu_msg(1))  # GET_FEATURES round trip: the device runs
+            fe.s.recv(20, socket.MSG_WAITALL)
+            _, _, free = limit_fds(p.pid, 2)
+            cs = host_clients(f"{d}/h.sock", free + 3)
+            refused = [eof_without_ok(c) for c in cs[free:]]
+            resource.prlimit(p.pid, resource.RLIMIT_NOFILE, (soft, hard))
+            expect(all(refused) and p.poll() is None,
+                   "kill, out of fds with the device started: the control thread "
+                   "refuses the extra clients and the process lives",
+                   f"refused {refused}, exit {p.poll()}")
+        finally:
+            for c in cs:
+                c.close()
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+            try:
+                _, err = p.communicate(timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                _, err = p.communicate()
+            if fe:
+                fe.close()
+        expect(p.returncode == 0 and "dev_starts 1" in err and "seccomp" not in err,
+               "kill, out of fds: clean exit on SIGTERM, no seccomp violation",
+               f"exit {p.returncode}: {err}")
 
 
 if __name__ == "__main__":

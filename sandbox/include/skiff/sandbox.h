@@ -47,6 +47,7 @@ enum sandbox_kind {
 	SANDBOX_SERIAL_IN, /* "serial-in": console input (stdin is a tty) */
 	SANDBOX_VSOCK_CTL, /* "vsock-ctl": device control thread (TX, kicks, listener) */
 	SANDBOX_VSOCK_PUMP, /* "vsock-pump": device RX pump threads */
+	SANDBOX_VSOCK_LOBBY, /* "vsock-lobby": holds host clients while the device is stopped */
 	SANDBOX_VU_MAIN, /* "vu-main": skiff-vsock's listening/frontend thread */
 	SANDBOX_VU_SIGNAL, /* "vu-signal": skiff-vsock's SIGUSR1 counter thread */
 	SANDBOX_SPAWNER, /* "spawner": creates the threads of the types above */

@@ -72,6 +72,7 @@ typedef void (*vsock_notify_fn)(void *opaque, unsigned int queue);
 enum vsock_thread_kind {
 	VSOCK_THREAD_CTL = 0, /* control thread: TX queue, kicks, listener, connects */
 	VSOCK_THREAD_RX_PUMP = 1, /* RX pump threads: host sockets to the RX queue */
+	VSOCK_THREAD_LOBBY = 2, /* lobby: holds host clients while the device is not started */
 };
 
 /*
