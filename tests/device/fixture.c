@@ -35,6 +35,8 @@ void fx_setup(struct fx *fx, const struct fx_opts *o)
 		.rx_pkt_max = o->rx_pkt_max,
 		.host_wait_ms = o->host_wait_ms,
 		.group = o->group,
+		.spawn = o->spawn,
+		.spawn_opaque = o->spawn_opaque,
 	};
 	if (o->drv.notify_cb) {
 		fx->dcfg.notify = sim_drv_notify;

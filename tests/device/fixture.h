@@ -26,6 +26,8 @@ struct fx_opts {
 	bool no_attach; /* create both sides, do not attach */
 	const char *uds_path; /* NULL: a fresh path under /tmp */
 	const char *group; /* routing group; NULL: the default one */
+	vsock_spawn_fn spawn; /* vsock_dev_config.spawn (NULL: pthread_create) */
+	void *spawn_opaque;
 };
 
 struct fx {

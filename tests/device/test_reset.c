@@ -348,6 +348,55 @@ START_TEST(t_stop_start)
 }
 END_TEST
 
+/* Threads created through vsock_dev_config.spawn, per enum vsock_thread_kind. */
+struct spawn_count {
+	unsigned int n[3];
+};
+
+static int count_spawn(void *opaque, enum vsock_thread_kind kind, pthread_t *thread,
+		       void *(*fn)(void *), void *arg)
+{
+	struct spawn_count *sc = opaque;
+
+	ck_assert_uint_lt((unsigned int)kind, 3);
+	__atomic_add_fetch(&sc->n[kind], 1, __ATOMIC_RELAXED);
+	return pthread_create(thread, NULL, fn, arg);
+}
+
+static unsigned int spawned(struct spawn_count *sc, enum vsock_thread_kind kind)
+{
+	return __atomic_load_n(&sc->n[kind], __ATOMIC_RELAXED);
+}
+
+/*
+ * Every device thread comes from the spawn hook, the lobby included (skiff's
+ * seccomp sandbox relies on it: a thread made by a filtered vCPU or vu-main
+ * thread would inherit a filter without clone): created with the device,
+ * again after each stop and reset; the control thread at each start.
+ */
+START_TEST(t_spawn_hook)
+{
+	struct fx_opts o = { .rx_threads = 2 };
+	struct spawn_count sc = { { 0 } };
+	struct fx fx;
+
+	o.spawn = count_spawn;
+	o.spawn_opaque = &sc;
+	fx_setup(&fx, &o); /* create (lobby), then the driver starts it */
+	ck_assert_uint_eq(spawned(&sc, VSOCK_THREAD_LOBBY), 1);
+	ck_assert_uint_eq(spawned(&sc, VSOCK_THREAD_CTL), 1);
+	ck_assert_uint_ge(spawned(&sc, VSOCK_THREAD_RX_PUMP), 2);
+	ck_assert_int_eq(vsock_dev_stop(fx.dev, NULL), 0);
+	ck_assert_uint_eq(spawned(&sc, VSOCK_THREAD_LOBBY), 2);
+	ck_assert_int_eq(vsock_dev_start(fx.dev), 0);
+	ck_assert_uint_eq(spawned(&sc, VSOCK_THREAD_CTL), 2);
+	ck_assert_int_eq(vsock_dev_reset(fx.dev), 0);
+	ck_assert_uint_eq(spawned(&sc, VSOCK_THREAD_LOBBY), 3);
+	ck_assert_uint_eq(spawned(&sc, VSOCK_THREAD_CTL), 2);
+	fx_teardown(&fx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("device_reset");
@@ -357,6 +406,7 @@ static Suite *suite(void)
 	FX_ADD(s, t_reset_repeat, 30);
 	FX_ADD(s, t_idle_cpu, 30);
 	FX_ADD(s, t_stop_start, 30);
+	FX_ADD(s, t_spawn_hook, 30);
 	return s;
 }
 

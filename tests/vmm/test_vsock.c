@@ -146,6 +146,8 @@ static void start_vm(struct vsock_run *r, const char *guest, const char *cmdline
 	ck_assert_int_eq(skiff_vm_set_memory(r->vm, MEM), 0);
 	ck_assert_int_eq(skiff_vm_set_console(r->vm, SKIFF_CONSOLE_NONE, NULL, -1), 0);
 	ck_assert_int_eq(skiff_vm_set_vsock(r->vm, &vc), 0);
+	/* Filters on (issue 10): every transfer here proves the allowlists complete. */
+	ck_assert_int_eq(skiff_vm_set_seccomp(r->vm, SKIFF_SECCOMP_KILL), 0);
 }
 
 static void finish_vm(struct vsock_run *r)

@@ -22,6 +22,7 @@
 
 #include "libskiff.h"
 #include "parse.h"
+#include "skiff/sandbox.h"
 
 static void usage(FILE *f)
 {
@@ -51,6 +52,11 @@ static void usage(FILE *f)
 		"  --console stdio|file:PATH|none\n"
 		"                       where COM1 (ttyS0) goes (default stdio; input\n"
 		"                       is read from stdin when it is a terminal)\n"
+		"  --seccomp kill|log|off\n"
+		"                       seccomp filter per thread type (default kill: a\n"
+		"                       forbidden system call ends skiff by SIGSYS with a\n"
+		"                       message naming the thread and the call; log: the\n"
+		"                       kernel logs it and lets it run)\n"
 		"\n"
 		"exit status:\n"
 		"  0      guest powered off (or a tiny guest exited with 0)\n"
@@ -78,6 +84,11 @@ static void *sig_thread(void *arg)
 {
 	struct sig_ctx *c = arg;
 	int sig;
+
+	if (sandbox_enter(SANDBOX_VMM_SIGNAL)) {
+		fputs("skiff: seccomp: cannot filter the signal thread\n", stderr);
+		exit(SKIFF_STATUS_VMM_ERROR);
+	}
 
 	for (;;) {
 		if (sigwait(&c->set, &sig))
@@ -229,6 +240,7 @@ struct run_opts {
 	struct vsock_opt vsock;
 	enum skiff_console_kind console;
 	const char *console_path;
+	enum sandbox_mode seccomp;
 };
 
 static int parse_run(int argc, char **argv, struct run_opts *o)
@@ -242,6 +254,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 		{ "vsock", required_argument, NULL, 'v' },
 		{ "console", required_argument, NULL, 'o' },
 		{ "tiny-guest", no_argument, NULL, 't' },
+		{ "seccomp", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -253,6 +266,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->cpus = 1;
 	o->console = SKIFF_CONSOLE_STDIO;
+	o->seccomp = SANDBOX_KILL;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -331,6 +345,13 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 				return -EINVAL;
 			}
 			break;
+		case 'S':
+			if (sandbox_parse_mode(optarg, &o->seccomp)) {
+				fprintf(stderr, "skiff: bad --seccomp '%s'; use kill, log or off\n",
+					optarg);
+				return -EINVAL;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -377,6 +398,8 @@ static int configure(struct skiff_vm *vm, const struct run_opts *o)
 	}
 	if (o->mem_set && skiff_vm_set_memory(vm, o->mem))
 		return SKIFF_STATUS_USAGE; /* checked in parse_run() */
+	if (skiff_vm_set_seccomp(vm, (enum skiff_seccomp_mode)o->seccomp))
+		return SKIFF_STATUS_USAGE;
 	if (skiff_vm_set_vcpus(vm, o->cpus))
 		return SKIFF_STATUS_USAGE;
 	if (skiff_vm_set_console(vm, o->console, o->console_path, -1))
@@ -417,14 +440,16 @@ static uint64_t mono_ns(void)
  * With SKIFF_STATS=PATH in the environment, write counters as key=value
  * lines to PATH when the VM has ended (for bench/vmm_bench.c).
  */
-static void write_stats(struct skiff_vm *vm)
+static void write_stats(struct skiff_vm *vm, FILE *f)
 {
-	const char *path = getenv("SKIFF_STATS");
 	struct skiff_counters c;
-	FILE *f;
 
-	if (!path || skiff_vm_get_counters(vm, &c) || !(f = fopen(path, "w")))
+	if (!f)
 		return;
+	if (skiff_vm_get_counters(vm, &c)) {
+		fclose(f);
+		return;
+	}
 	fprintf(f, "main_to_first_run_ns=%llu\ncreate_to_first_run_ns=%llu\nvm_exits=%llu\n",
 		(unsigned long long)(c.first_run_mono_ns ? c.first_run_mono_ns - t_main_ns : 0),
 		(unsigned long long)c.setup_ns, (unsigned long long)c.vm_exits);
@@ -444,6 +469,7 @@ static int cmd_run(int argc, char **argv)
 	struct skiff_exit ex;
 	struct run_opts o;
 	struct skiff_vm *vm;
+	FILE *stats = NULL;
 	pthread_t th;
 	int err, status;
 
@@ -459,6 +485,14 @@ static int cmd_run(int argc, char **argv)
 	/* File problems are reported even on a host without KVM. */
 	if (access(o.kernel, R_OK))
 		return kernel_error(o.kernel, -errno, o.tiny);
+
+	/* Filters compiled before any thread exists (the signal thread is filtered too). */
+	err = sandbox_init(o.seccomp, "skiff");
+	if (err) {
+		fprintf(stderr, "skiff: cannot set up seccomp (%s): %s\n",
+			sandbox_mode_name(o.seccomp), strerror(-err));
+		return err == -ENOTSUP ? SKIFF_STATUS_USAGE : SKIFF_STATUS_VMM_ERROR;
+	}
 
 	err = skiff_vm_create(&vm);
 	if (err)
@@ -504,8 +538,15 @@ static int cmd_run(int argc, char **argv)
 				 SKIFF_STATUS_VMM_ERROR;
 		goto out;
 	}
+	/* The VM runs: from here on the main thread only waits and tears down. */
+	if (getenv("SKIFF_STATS"))
+		stats = fopen(getenv("SKIFF_STATS"), "w"); /* opened before the filter forbids it */
+	if (sandbox_enter(SANDBOX_VMM_MAIN)) {
+		fputs("skiff: seccomp: cannot filter the main thread\n", stderr);
+		skiff_vm_stop(vm);
+	}
 	skiff_vm_wait(vm, -1, &ex);
-	write_stats(vm);
+	write_stats(vm, stats);
 	status = skiff_exit_status(&ex);
 	pthread_mutex_lock(&sc.lock);
 	if (ex.reason == SKIFF_EXIT_STOPPED && sc.signo) {

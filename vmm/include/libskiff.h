@@ -62,6 +62,16 @@ enum skiff_exit_reason {
 	SKIFF_EXIT_STOPPED, /* skiff_vm_stop() */
 };
 
+/*
+ * seccomp filters (skiff_vm_set_seccomp(); sandbox/README.md has the
+ * per-thread allowlists).
+ */
+enum skiff_seccomp_mode {
+	SKIFF_SECCOMP_OFF = 0, /* no filter */
+	SKIFF_SECCOMP_LOG = 1, /* forbidden calls run and the kernel logs them */
+	SKIFF_SECCOMP_KILL = 2, /* a forbidden call ends the process by SIGSYS */
+};
+
 /* Process exit statuses used by `skiff run` (see skiff_exit_status()). */
 #define SKIFF_STATUS_POWEROFF 0
 #define SKIFF_STATUS_GUEST_CODE_MAX 63 /* guest codes 0..63 pass through */
@@ -185,12 +195,30 @@ int skiff_vm_set_console(struct skiff_vm *vm, enum skiff_console_kind kind, cons
 int skiff_vm_set_vsock(struct skiff_vm *vm, const struct skiff_vsock_config *cfg);
 
 /*
+ * skiff_vm_set_seccomp() - filter this VM's threads with seccomp: its vCPU
+ * threads, the console input thread and the vsock device's threads (created
+ * by the sandbox's spawner thread), each with the allowlist of its type,
+ * installed before the guest runs. The library default is
+ * SKIFF_SECCOMP_OFF (the `skiff` CLI asks for KILL). The setting is
+ * process-wide once a VM with it starts: the first started VM's mode other
+ * than OFF is the only one a later VM may use. In KILL mode the library
+ * installs a SIGSYS handler that names the thread type and the system call
+ * on stderr, then ends the process by SIGSYS. The calling (main) thread is not
+ * filtered; the `skiff` CLI filters its own.
+ * Return: 0; -EINVAL for an unknown mode; -EBUSY after start.
+ */
+int skiff_vm_set_seccomp(struct skiff_vm *vm, enum skiff_seccomp_mode mode);
+
+/*
  * skiff_vm_start() - build the VM (memory, vCPUs, devices, boot image) and
  * start the vCPU threads. On failure nothing is left running and the
  * handle can only be destroyed.
  * Return: 0; -EINVAL when no kernel was set; -ENOEXEC for a bad image;
  * -E2BIG when the image, initrd or command line does not fit; -EALREADY;
- * other -errno from KVM ioctls, mmap, open, pthread_create, the device.
+ * -EBUSY when another VM of this process runs seccomp in another mode;
+ * -ENOTSUP when the kernel lacks SECCOMP_RET_LOG (mode LOG);
+ * other -errno from KVM ioctls, mmap, open, pthread_create, the device,
+ * libseccomp.
  */
 int skiff_vm_start(struct skiff_vm *vm);
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "skiff/sandbox.h"
 #include "debug_dev.h"
 #include "elf_load.h"
 #include "serial.h"
@@ -349,6 +350,17 @@ int skiff_vm_set_vsock(struct skiff_vm *h, const struct skiff_vsock_config *cfg)
 #endif
 }
 
+int skiff_vm_set_seccomp(struct skiff_vm *h, enum skiff_seccomp_mode mode)
+{
+	if (!h ||
+	    (mode != SKIFF_SECCOMP_OFF && mode != SKIFF_SECCOMP_LOG && mode != SKIFF_SECCOMP_KILL))
+		return -EINVAL;
+	if (!configurable(h))
+		return -EBUSY;
+	h->vm.cfg.seccomp = mode;
+	return 0;
+}
+
 static void kick_handler(int sig)
 {
 	(void)sig; /* only there to make KVM_RUN return -EINTR */
@@ -491,6 +503,14 @@ int skiff_vm_start(struct skiff_vm *h)
 	if (sigaction(SKIFF_KICK_SIGNAL, &sa, NULL) < 0)
 		return -errno;
 
+	/* Filters compiled and the spawner started before any VM thread exists. */
+	err = vm->cfg.seccomp ? sandbox_init((enum sandbox_mode)vm->cfg.seccomp, "skiff") : 0;
+	if (err) {
+		vm_end(vm, SKIFF_EXIT_VMM_ERROR, 0, -1, err, "seccomp %s: %s",
+		       sandbox_mode_name((enum sandbox_mode)vm->cfg.seccomp), strerror(-err));
+		vm->joined = true;
+		return err;
+	}
 	err = build_vm(vm);
 	if (err) {
 		vm_end(vm, SKIFF_EXIT_VMM_ERROR, 0, -1, err, "VM set-up failed: %s",

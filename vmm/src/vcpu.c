@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "skiff/sandbox.h"
 #include "vm.h"
 
 int vcpu_create(struct vm *vm, struct vcpu *vcpu, unsigned int id)
@@ -174,6 +175,14 @@ void *vcpu_thread(void *arg)
 	sigaddset(&set, SKIFF_KICK_SIGNAL);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 
+	if (vm->cfg.seccomp) {
+		int err = sandbox_enter(SANDBOX_VCPU);
+
+		if (err)
+			vm_end(vm, SKIFF_EXIT_VMM_ERROR, 0, (int)vcpu->id, err,
+			       "vCPU %u: cannot install its seccomp filter: %s", vcpu->id,
+			       strerror(-err));
+	}
 	while (!atomic_load(&vm->ending)) {
 		if (vcpu->id == 0 && !atomic_load_explicit(&vm->setup_ns, memory_order_relaxed))
 			atomic_store(&vm->setup_ns, vm_now_ns() - vm->t_create_ns);

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "skiff/sandbox_vsock.h"
 #include "skiff/tiny_guest_abi.h"
 #include "vm.h"
 
@@ -413,6 +414,8 @@ int virtio_mmio_vsock_create(struct vm *vm, uint64_t base, unsigned int irq,
 
 	cfg.notify = vmmio_notify;
 	cfg.notify_opaque = d;
+	if (vm->cfg.seccomp)
+		cfg.spawn = sandbox_vsock_spawn; /* device threads get their filters */
 	err = vsock_dev_create(&cfg, &d->dev);
 	if (err)
 		goto err;

@@ -38,6 +38,7 @@ struct vm_config {
 	unsigned int vsock_rx_threads;
 	bool vsock_mrg_rxbuf;
 	uint32_t vsock_conn_buf;
+	enum skiff_seccomp_mode seccomp;
 };
 
 struct vcpu {

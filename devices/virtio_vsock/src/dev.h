@@ -198,6 +198,15 @@ static inline bool dev_has_feature(const struct vsock_dev *dev, unsigned int bit
 	return dev->features & (1ull << bit);
 }
 
+/* dev_spawn() - create a device thread: cfg.spawn, or pthread_create(3). */
+static inline int dev_spawn(struct vsock_dev *dev, enum vsock_thread_kind kind, pthread_t *t,
+			    void *(*fn)(void *), void *arg)
+{
+	if (dev->cfg.spawn)
+		return dev->cfg.spawn(dev->cfg.spawn_opaque, kind, t, fn, arg);
+	return pthread_create(t, NULL, fn, arg);
+}
+
 /* dev_signal() - raise the interrupt of queue @q (notify callback or call_fd). */
 void dev_signal(struct vsock_dev *dev, unsigned int q);
 

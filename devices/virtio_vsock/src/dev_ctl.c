@@ -610,7 +610,7 @@ int ctl_start(struct vsock_dev *dev)
 			ret = ctl_add(dev, dev->vring[q].kick_fd, &dev->src_kick[q], kinds[q]);
 	if (ret)
 		goto err;
-	ret = -pthread_create(&dev->ctl_thread, NULL, ctl_main, dev);
+	ret = -dev_spawn(dev, VSOCK_THREAD_CTL, &dev->ctl_thread, ctl_main, dev);
 	if (ret)
 		goto err;
 	dev->ctl_running = true;

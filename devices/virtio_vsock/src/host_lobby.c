@@ -17,7 +17,10 @@
  * (uds_accept()). It runs only while the control thread does not: started
  * at create and after stop/reset, stopped (joined) before start and
  * destroy, all from the transport's thread, so it shares nothing with the
- * control thread at run time and needs no lock.
+ * control thread at run time and needs no lock. It is created through
+ * dev_spawn() (VSOCK_THREAD_LOBBY) like the other device threads: the
+ * transport's thread (a vCPU, vu-main) may be under a seccomp filter that
+ * has no clone(2), and a thread inherits its creator's filter.
  */
 #include <errno.h>
 #include <poll.h>
@@ -135,7 +138,7 @@ int lobby_start(struct vsock_dev *dev)
 	}
 	while (read(lb->wake_fd, &v, sizeof(v)) > 0)
 		;
-	ret = -pthread_create(&lb->thread, NULL, lobby_main, dev);
+	ret = -dev_spawn(dev, VSOCK_THREAD_LOBBY, &lb->thread, lobby_main, dev);
 	if (ret)
 		return ret;
 	lb->running = true;

@@ -678,7 +678,7 @@ static void *pump_main(void *arg)
 
 int pump_start(struct vsock_dev *dev, struct pump *p)
 {
-	int ret = -pthread_create(&p->thread, NULL, pump_main, p);
+	int ret = -dev_spawn(dev, VSOCK_THREAD_RX_PUMP, &p->thread, pump_main, p);
 
 	p->running = !ret;
 	return ret;

@@ -31,6 +31,7 @@ import threading
 import time
 
 PLAN_PORT = 999
+EARLY_PORT = 998  # host clients that connect before the frontend (nobody listens)
 GUEST_CID = 3
 MiB = 1 << 20
 
@@ -185,6 +186,7 @@ class Runner:
         self.console = []
         self.done = threading.Event()
         self.procs = []
+        self.early_error = None
 
     def log(self, msg):
         print(f"guest_e2e: {msg}", flush=True)
@@ -232,6 +234,42 @@ class Runner:
             conn.sendall(script.encode())
             conn.close()
         srv.close()
+
+    # -- host clients before the frontend --------------------------------
+    def early_clients(self, n):
+        """Host clients of --uds before any frontend came: skiff-vsock's lobby
+        thread (filtered, --seccomp kill by default) holds them for at most the
+        device's host wait (5 s) and closes them without "OK" unless the device
+        starts in time; even then nothing listens on EARLY_PORT in the guest."""
+        cs = []
+        for _ in range(n):
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.settimeout(60)
+            c.connect(self.uds)
+            c.sendall(f"CONNECT {EARLY_PORT}\n".encode())
+            cs.append(c)
+        return cs
+
+    def check_early(self, cs):
+        """Each early client must have been closed (EOF, or a reset since its
+        CONNECT line may be unread) without "OK"."""
+        bad = []
+        for i, c in enumerate(cs):
+            data = b""
+            try:
+                while True:
+                    b = c.recv(64)
+                    if not b:
+                        break
+                    data += b
+            except ConnectionResetError:
+                pass
+            except OSError as e:
+                data = f"<{e}>".encode()  # timeout: never closed
+            c.close()
+            if data:
+                bad.append(f"client {i}: {data!r}")
+        return "; ".join(bad) or None
 
     # -- guest console -----------------------------------------------------
     def on_line(self, line):
@@ -292,6 +330,7 @@ class Runner:
                 raise RuntimeError("skiff-vsock did not come up: " + self.tail("skiff-vsock.log"))
             time.sleep(0.02)
         threading.Thread(target=self.plan_server, daemon=True).start()
+        early = self.early_clients(3)
         for c in self.cases:
             if c.host and c.host_when == "boot":
                 self.start_host(c)
@@ -309,6 +348,7 @@ class Runner:
         self.done.set()
         for c in self.cases:
             self.finish_host(c, timeout=30)
+        self.early_error = self.check_early(early)
         # The backend outlives the guest(s) and exits cleanly on SIGTERM.
         alive = dev.poll() is None
         dev.send_signal(signal.SIGTERM)
@@ -345,6 +385,11 @@ class Runner:
             if c.error:
                 failed += 1
                 print(f"    guest: {c.guest_sum}\n    host:  {c.host_sum}")
+        if self.early_error:
+            failed += 1
+            print(f"FAIL host clients before the frontend: not closed without OK: {self.early_error}")
+        else:
+            print("PASS host clients connected before the frontend: closed without OK")
         if not alive or rc != 0 or leftovers:
             failed += 1
             print(f"FAIL skiff-vsock: alive after guest={alive} exit on SIGTERM={rc} leftovers={leftovers}")

@@ -37,6 +37,7 @@
 #ifndef SKIFF_VSOCK_DEV_H
 #define SKIFF_VSOCK_DEV_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,6 +70,22 @@ struct vsock_mem_region {
  * NULL, the device writes 1 to the queue's call_fd instead.
  */
 typedef void (*vsock_notify_fn)(void *opaque, unsigned int queue);
+
+/* The device's thread types, for vsock_spawn_fn. */
+enum vsock_thread_kind {
+	VSOCK_THREAD_CTL = 0, /* control thread: TX queue, kicks, listener, connects */
+	VSOCK_THREAD_RX_PUMP = 1, /* RX pump threads: host sockets to the RX queue */
+	VSOCK_THREAD_LOBBY = 2, /* lobby: holds host clients while the device is not started */
+};
+
+/*
+ * Thread creation, when the transport wants a say (skiff's seccomp sandbox
+ * creates device threads from its spawner thread and gives each the filter of
+ * its @kind). Same contract as pthread_create(3) with default attributes:
+ * 0 or a positive errno, the thread joinable, fn(arg) run on it.
+ */
+typedef int (*vsock_spawn_fn)(void *opaque, enum vsock_thread_kind kind, pthread_t *thread,
+			      void *(*fn)(void *), void *arg);
 
 struct vsock_dev_config {
 	/* Guest CID, >= 3 and < 2^32 - 1 (VMADDR_CID_ANY). */
@@ -120,6 +137,9 @@ struct vsock_dev_config {
 	 * 0 picks the default (5000 ms).
 	 */
 	uint32_t host_wait_ms;
+	/* Thread creation; NULL: pthread_create(3). See vsock_spawn_fn. */
+	vsock_spawn_fn spawn;
+	void *spawn_opaque;
 };
 
 /* One virtqueue as the driver set it up (virtio 1.2 section 2.7). */
