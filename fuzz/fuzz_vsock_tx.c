@@ -15,7 +15,10 @@
  * dev_ctl.c and rx_pump.c are compiled into this file so that their static
  * functions run synchronously on the fuzzer's thread, standing in for the
  * control thread (process_tx(), accept_all(), handle_pending()) and for
- * pump 0 (one turn of pump_main()'s loop, below); no device thread runs.
+ * pump 0 (one turn of pump_main()'s loop, below); no device thread runs:
+ * the lobby thread, which holds host clients while the device is not
+ * started, is stopped after create and after every reset (the device never
+ * runs it next to the control thread, which this thread plays).
  *
  * Guest memory: R0 [0x0, 0x1000), R1 [0x1000, 0x2000) adjacent to it, R2
  * [0x8000, 0x8400) after a hole, each its own heap block. Rings in R0,
@@ -82,6 +85,13 @@ static int listen_on(const char *base, uint32_t port, int type)
 	return fd;
 }
 
+/* Stop the lobby thread: this thread plays the control thread instead. */
+static void quiet_lobby(struct vsock_dev *dev)
+{
+	lobby_stop(dev, false);
+	lobby_drop(dev);
+}
+
 static void setup_once(void)
 {
 	static char path[108];
@@ -99,6 +109,7 @@ static void setup_once(void)
 		fprintf(stderr, "fuzz: vsock_dev_create failed\n");
 		abort();
 	}
+	quiet_lobby(g_dev);
 	g_listen[0] = listen_on(path, 1024, SOCK_STREAM);
 	g_listen[1] = listen_on(path, 1025, SOCK_SEQPACKET);
 	tls_ctl_dev = g_dev; /* this thread plays the control thread */
@@ -305,6 +316,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	vsock_dev_reset(dev);
+	quiet_lobby(dev);
 	drop_host_peers();
 	if (client >= 0)
 		close(client);
