@@ -13,11 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <semaphore.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sysexits.h>
 #include <unistd.h>
 
+#include "skiff/sandbox_vsock.h"
 #include "skiff/vhost_user.h"
 #include "skiff/vsock_dev.h"
 
@@ -49,6 +51,10 @@ static void usage(FILE *f)
 	      "                       (1 .. 65536; default: no cap beyond 64 KiB)\n"
 	      "  --conn-buf BYTES     receive buffer advertised per connection (buf_alloc),\n"
 	      "                       4096 .. 64 MiB (default 256 KiB)\n"
+	      "  --seccomp kill|log|off  seccomp filter on every thread (default kill:\n"
+	      "                       a forbidden system call ends the process with a\n"
+	      "                       message naming the thread and the call; log:\n"
+	      "                       the kernel logs it and lets it run)\n"
 	      "  --verbose            log every vhost-user request\n"
 	      "  --help, --version\n"
 	      "\n"
@@ -89,6 +95,14 @@ struct guest {
 	int ret; /* vu_server_serve() result */
 };
 
+/*
+ * Posted once by each guest's server thread when its filter is in (or could
+ * not be installed): the main thread enters its own filter only after every
+ * server thread has entered its, so the first "vu-main" thread is always a
+ * server thread (the test hook names the first thread of a type).
+ */
+static sem_t filtered;
+
 #define MAX_GUESTS 64
 
 static struct guest guests[MAX_GUESTS];
@@ -124,6 +138,10 @@ static void *usr1_main(void *arg)
 	(void)arg;
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
+	if (sandbox_enter(SANDBOX_VU_SIGNAL)) {
+		fputs("skiff-vsock: seccomp: cannot filter the SIGUSR1 thread\n", stderr);
+		exit(1);
+	}
 	while (sigwait(&set, &sig) == 0)
 		for (i = 0; i < n_guests; i++)
 			print_dev_counters(&guests[i]);
@@ -145,7 +163,11 @@ static void print_counters(const struct guest *g)
 		who, s.msgs, s.rejected, s.disconnects, s.dev_starts);
 }
 
-/* A guest's server thread: one frontend at a time until the process stops. */
+/*
+ * A guest's server thread: one frontend at a time until the process stops.
+ * Created by the main thread before that one is filtered (so no filter needs
+ * clone for it); it enters the "vu-main" filter before it accepts anything.
+ */
 static void *guest_main(void *arg)
 {
 	struct guest *g = arg;
@@ -153,14 +175,23 @@ static void *guest_main(void *arg)
 	char name[16];
 	ssize_t r;
 
+	/* Before the filter: glibc names a thread by writing /proc/.../comm. */
 	snprintf(name, sizeof(name), "vu-%" PRIu64, g->cid);
 	pthread_setname_np(pthread_self(), name);
-	g->ret = vu_server_serve(g->listen_fd, g->vb, g->stop_fd);
+	g->ret = sandbox_enter(SANDBOX_VU_MAIN);
+	sem_post(&filtered);
 	if (g->ret) {
-		fprintf(stderr, "skiff-vsock: serving %s: %s\n", g->sock_path, strerror(-g->ret));
-		r = write(g->fail_fd, &one, sizeof(one));
-		(void)r;
+		fprintf(stderr, "skiff-vsock: seccomp: server thread of cid %" PRIu64 ": %s\n",
+			g->cid, strerror(-g->ret));
+		goto fail;
 	}
+	g->ret = vu_server_serve(g->listen_fd, g->vb, g->stop_fd);
+	if (!g->ret)
+		return NULL;
+	fprintf(stderr, "skiff-vsock: serving %s: %s\n", g->sock_path, strerror(-g->ret));
+fail:
+	r = write(g->fail_fd, &one, sizeof(one));
+	(void)r;
 	return NULL;
 }
 
@@ -226,6 +257,7 @@ int main(int argc, char **argv)
 		{ "mrg-rxbuf", required_argument, NULL, 'm' },
 		{ "rx-pkt-max", required_argument, NULL, 'p' },
 		{ "conn-buf", required_argument, NULL, 'b' },
+		{ "seccomp", required_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -233,6 +265,7 @@ int main(int argc, char **argv)
 	};
 	struct vsock_dev_config cfg = { .mrg_rxbuf = true };
 	const char *sock_path = NULL, *uds_path = NULL;
+	enum sandbox_mode sb_mode = SANDBOX_KILL;
 	char *spec;
 	bool verbose = false, have_cid = false;
 	int sig_fd = -1, stop_fd = -1, fail_fd = -1, opt, ret, status = 1;
@@ -306,6 +339,12 @@ int main(int argc, char **argv)
 				return EX_USAGE;
 			}
 			break;
+		case 'S':
+			if (sandbox_parse_mode(optarg, &sb_mode)) {
+				fprintf(stderr, "skiff-vsock: --seccomp takes kill, log or off\n");
+				return EX_USAGE;
+			}
+			break;
 		case 'v':
 			verbose = true;
 			break;
@@ -367,6 +406,23 @@ int main(int argc, char **argv)
 		perror("skiff-vsock: signalfd/eventfd");
 		goto out;
 	}
+	if (sem_init(&filtered, 0, 0)) {
+		perror("skiff-vsock: sem_init");
+		goto out;
+	}
+
+	/*
+	 * Filters compiled before any thread exists; every guest's device
+	 * threads come from its spawner, each with the filter of its type.
+	 */
+	ret = sandbox_init(sb_mode, "skiff-vsock");
+	if (ret) {
+		fprintf(stderr, "skiff-vsock: seccomp %s: %s\n", sandbox_mode_name(sb_mode),
+			strerror(-ret));
+		goto out;
+	}
+	if (sb_mode != SANDBOX_OFF)
+		cfg.spawn = sandbox_vsock_spawn;
 
 	for (i = 0; i < n_guests; i++) {
 		struct guest *g = &guests[i];
@@ -425,6 +481,20 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		guests[i].running = true;
+	}
+	/*
+	 * Set-up done and every server thread filtered (none serves a frontend
+	 * before its own filter is in). What is left here: wait, then stop the
+	 * servers, print counters, destroy the devices and unlink the socket
+	 * files, all within the "vu-main" allowlist.
+	 */
+	for (i = 0; i < n_guests; i++)
+		while (sem_wait(&filtered) && errno == EINTR)
+			;
+	ret = sandbox_enter(SANDBOX_VU_MAIN);
+	if (ret) {
+		fprintf(stderr, "skiff-vsock: seccomp: %s\n", strerror(-ret));
+		goto out;
 	}
 	{
 		struct pollfd p[2] = {

@@ -26,7 +26,7 @@ TIMEOUT = 60  # generous: a loaded 2-core machine
 CALL_NAME = {"execve": "execve", "open": "openat", "socket": "socket", "ptrace": "ptrace"}
 # skiff-vsock's exit status on a usage error (vhost_user/main.c): the one
 # place this test knows it.
-VSOCK_USAGE_EXIT = 2
+VSOCK_USAGE_EXIT = 64  # EX_USAGE
 
 
 def expect(cond, what, detail=""):
@@ -253,6 +253,98 @@ def test_vsock(binary):
            f"bad --seccomp value: usage exit {VSOCK_USAGE_EXIT}",
            f"exit {r.returncode}: {r.stderr}")
     test_vsock_out_of_fds(binary)
+    test_vsock_multi(binary)
+
+
+def thread_seccomp(pid):
+    """{tid: (comm, Seccomp mode, Seccomp_filters or None)} for every thread."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                comm = f.read().strip()
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                st = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+        except OSError:
+            continue  # the thread ended meanwhile
+        nf = st.get("Seccomp_filters")  # Linux 5.9 and later
+        out[int(tid)] = (comm, int(st["Seccomp"]), int(nf) if nf is not None else None)
+    return out
+
+
+def multi_cmd(binary, d):
+    return [binary, "--guest", f"socket={d}/a.sock,cid=3,uds={d}/ha.sock",
+            "--guest", f"socket={d}/b.sock,cid=4", "--rx-threads", "1"]
+
+
+def test_vsock_multi(binary):
+    """Two guests in one process under kill: every thread filtered, each
+    guest's server thread ("vu-<cid>") by exactly one filter of its own (so it
+    was not created under another thread's filter), both devices started by
+    their frontends, clean exit; then a violation in a server thread names
+    vu-main (the main thread enters its vu-main filter only after every server
+    thread has, so the hook's first vu-main thread is a server thread)."""
+    with tempfile.TemporaryDirectory(prefix="vu-sc-") as d:
+        env = dict(os.environ)
+        env.pop("SKIFF_TEST_SECCOMP_VIOLATE", None)
+        p = subprocess.Popen(multi_cmd(binary, d), env=env, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=no_core)
+        fes = []
+        try:
+            for sock in ("a.sock", "b.sock"):
+                if not wait_path(p, f"{d}/{sock}"):
+                    break
+                fe = None
+                deadline = time.monotonic() + TIMEOUT
+                while fe is None and p.poll() is None and time.monotonic() < deadline:
+                    try:
+                        fe = Frontend(f"{d}/{sock}")
+                    except OSError:
+                        time.sleep(0.02)  # file there, listen() not yet
+                if fe is None:
+                    break
+                fes.append(fe)
+                fe.start_device()
+                fe.s.sendall(vu_msg(1))  # GET_FEATURES round trip: all handled
+                fe.s.recv(20, socket.MSG_WAITALL)
+            threads = thread_seccomp(p.pid) if len(fes) == 2 and p.poll() is None else {}
+        except OSError as e:
+            threads = {}
+            print(f"     frontend: {e}")
+        finally:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+            try:
+                _, err = p.communicate(timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                _, err = p.communicate()
+            for fe in fes:
+                fe.close()
+        servers = {t: v for t, v in threads.items() if v[0] in ("vu-3", "vu-4")}
+        expect(len(fes) == 2 and sorted(v[0] for v in servers.values()) == ["vu-3", "vu-4"],
+               "multi-guest, kill: both frontends served, a server thread per guest",
+               f"frontends {len(fes)}, threads {threads}: {err}")
+        expect(threads and all(v[1] == 2 for v in threads.values()),
+               "multi-guest, kill: every thread runs under a seccomp filter",
+               f"threads {threads}")
+        expect(servers and all(v[2] in (None, 1) for v in servers.values()),
+               "multi-guest, kill: each server thread has exactly its own filter",
+               f"server threads {servers}")
+        expect(p.returncode == 0 and "seccomp" not in err and
+               "cid 3 vhost-user:" in err and "cid 4 vhost-user:" in err and
+               err.count("dev_starts 1") == 2,
+               "multi-guest, kill: both devices started, clean exit on SIGTERM",
+               f"exit {p.returncode}: {err}")
+
+        env["SKIFF_TEST_SECCOMP_VIOLATE"] = "vu-main:socket"
+        try:
+            r = subprocess.run(multi_cmd(binary, d), env=env, capture_output=True, text=True,
+                               timeout=TIMEOUT, preexec_fn=no_core)
+            code, err = r.returncode, r.stderr
+        except subprocess.TimeoutExpired as e:
+            code, err = None, str(e.stderr)
+        check_killed(code, err, "vu-main", "socket", "skiff-vsock", "skiff-vsock, two guests")
 
 
 def wait_path(p, path):
