@@ -46,12 +46,15 @@ def request(s, req, payload=b""):
 
 
 r = subprocess.run([BIN, "--help"], capture_output=True, text=True)
-expect(r.returncode == 0 and "--socket" in r.stdout, "--help exits 0 with usage")
+expect(r.returncode == 0 and "--socket" in r.stdout and "--seccomp kill|log|off" in r.stdout,
+       "--help exits 0 with usage (naming --seccomp)")
 r = subprocess.run([BIN, "--version"], capture_output=True, text=True)
 expect(r.returncode == 0 and r.stdout.startswith("skiff-vsock "), "--version")
 for bad in (["--cid", "2", "--socket", "/tmp/x", "--uds", "/tmp/y"], ["--socket", "/tmp/x"],
             ["--cid", "3", "--socket", "/tmp/x", "--uds", "/tmp/y", "--mrg-rxbuf", "maybe"],
-            ["--cid", "4294967295", "--socket", "/tmp/x", "--uds", "/tmp/y"], ["--bogus"]):
+            ["--cid", "4294967295", "--socket", "/tmp/x", "--uds", "/tmp/y"], ["--bogus"],
+            ["--cid", "3", "--socket", "/tmp/x", "--uds", "/tmp/y", "--seccomp", "maybe"],
+            ["--guest", "socket=/tmp/x,cid=3", "--seccomp", "strict"]):
     r = subprocess.run([BIN, *bad], capture_output=True, text=True)
     expect(r.returncode == 64, f"bad arguments {bad} exit 64 (EX_USAGE) (got {r.returncode})")
 
