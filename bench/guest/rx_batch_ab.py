@@ -23,7 +23,7 @@ per byte table, from the per-payload JSON files (written to --out-dir).
 
 Usage: rx_batch_ab.py --skiff-vsock BIN --guest-bench BIN --peer BIN --initrd FILE
                       [--payloads 256,512,1K,4K] [--rtt-sizes 256,4096] [--pairs 16]
-                      [--out-dir DIR] [--table-only] [guest_ab.py options...]
+                      [--out-dir DIR] [--kinds h2g,fix,rtt] [--table-only] [guest_ab.py options...]
 build/bench/rx_batch_ab passes the first four. Other options go to guest_ab.py as they are
 (e.g. --seconds, --rtt-count, --nice, --interleave, --kernel-a/--kernel-b).
 Exit status: the worst of the guest_ab runs (0 ok, 1 a boot or a step failed).
@@ -58,8 +58,10 @@ class FixedStep(guest_ab.Step):
 def rx_batch_steps(a):
     steps, port = [], guest_ab.FIRST_PORT
     for s in a.sizes:
-        steps.append(guest_ab.Step("h2g", s, port, a))
-        steps.append(FixedStep(s, port + 1, a))
+        if "h2g" in a.rx_batch_kinds:
+            steps.append(guest_ab.Step("h2g", s, port, a))
+        if "fix" in a.rx_batch_kinds:
+            steps.append(FixedStep(s, port + 1, a))
         port += 2
     for s in a.rx_batch_rtt:
         steps.append(guest_ab.Step("rtt", s, port, a))
@@ -87,7 +89,7 @@ def rx_batch_meta(name):
     return _figure_meta(name)
 
 
-def run_one(size, rtt, rest, json_path):
+def run_one(size, rtt, kinds, rest, json_path):
     """One guest_ab run for payload @size, in this process (guest_ab's hooks replaced)."""
     guest_ab.figure_steps = rx_batch_steps
     guest_ab.figure_names = rx_batch_names
@@ -96,7 +98,8 @@ def run_one(size, rtt, rest, json_path):
 
     def parse(self, args=None, namespace=None):
         ns = orig_parse(self, args, namespace)
-        ns.rx_batch_rtt = [size] if rtt else []
+        ns.rx_batch_rtt = [size] if rtt and "rtt" in kinds else []
+        ns.rx_batch_kinds = kinds
         return ns
 
     argparse.ArgumentParser.parse_args = parse
@@ -176,13 +179,14 @@ def main():
     ap.add_argument("--rtt-sizes", type=guest_ab.parse_sizes, default=[256, 4096])
     ap.add_argument("--pairs", type=int, default=16)
     ap.add_argument("--out-dir", default=".")
+    ap.add_argument("--kinds", default="h2g,fix,rtt", help="steps per boot, a subset of h2g,fix,rtt (all)")
     ap.add_argument("--table-only", action="store_true", help="print the tables from --out-dir's JSON files")
     a, rest = ap.parse_known_args()
     os.makedirs(a.out_dir, exist_ok=True)
     rc = 0
     if not a.table_only:
         for p in a.payloads:
-            r = run_one(p, p in a.rtt_sizes, rest + ["--pairs", str(a.pairs)],
+            r = run_one(p, p in a.rtt_sizes, a.kinds.split(","), rest + ["--pairs", str(a.pairs)],
                         os.path.join(a.out_dir, f"rx-batch-{p}.json"))
             if r == 77:
                 return 77
