@@ -299,8 +299,10 @@ int main(int argc, char **argv)
 			}
 			/* A copy: strtok_r would leave argv (what ps shows) cut up. */
 			spec = strdup(optarg);
-			if (!spec || parse_guest(spec, &guests[n_guests]))
+			if (!spec || parse_guest(spec, &guests[n_guests])) {
+				free(spec); /* nothing points into it on failure */
 				return EX_USAGE;
+			}
 			n_guests++;
 			multi_form = true;
 			break;
