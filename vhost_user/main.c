@@ -39,6 +39,13 @@ static void usage(FILE *f)
 	      "  --conn-buf BYTES     receive buffer advertised per connection (buf_alloc),\n"
 	      "                       4096 .. 64 MiB (default 256 KiB)\n"
 	      "  --verbose            log every vhost-user request\n"
+	      "  --test-fault FAULT[,port=P]   TEST ONLY: with mergeable RX buffers, make\n"
+	      "                       every host-to-guest data packet (to guest port P\n"
+	      "                       only, if given) lie in its header: FAULT is\n"
+	      "                       bad-num-buffers=zero|over|ring (num_buffers 0,\n"
+	      "                       buffers used + 1, RX queue size + 1) or\n"
+	      "                       bad-hdr-len=over|under (hdr.len one more or one\n"
+	      "                       less than the payload in the buffers)\n"
 	      "  --help, --version\n"
 	      "\n"
 	      "SIGTERM or SIGINT: disconnect, remove both sockets, print counters, exit 0.\n"
@@ -59,6 +66,39 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+/* --test-fault FAULT[,port=P] into @cfg. Return: 0, or -EINVAL. */
+static int parse_test_fault(const char *arg, struct vsock_dev_config *cfg)
+{
+	static const struct {
+		const char *name;
+		unsigned int fault;
+	} faults[] = {
+		{ "bad-num-buffers=zero", VSOCK_TEST_FAULT_NUMBUF_ZERO },
+		{ "bad-num-buffers=over", VSOCK_TEST_FAULT_NUMBUF_OVER },
+		{ "bad-num-buffers=ring", VSOCK_TEST_FAULT_NUMBUF_RING },
+		{ "bad-hdr-len=over", VSOCK_TEST_FAULT_LEN_OVER },
+		{ "bad-hdr-len=under", VSOCK_TEST_FAULT_LEN_UNDER },
+	};
+	const char *comma = strchr(arg, ',');
+	size_t len = comma ? (size_t)(comma - arg) : strlen(arg);
+	unsigned int i;
+	uint64_t v;
+
+	for (i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+		if (strlen(faults[i].name) == len && !strncmp(arg, faults[i].name, len))
+			break;
+	if (i == sizeof(faults) / sizeof(faults[0]))
+		return -EINVAL;
+	cfg->test_fault = faults[i].fault;
+	cfg->test_fault_port = 0;
+	if (comma) {
+		if (strncmp(comma + 1, "port=", 5) || parse_u64(comma + 6, UINT32_MAX, &v) || !v)
+			return -EINVAL;
+		cfg->test_fault_port = (uint32_t)v;
+	}
+	return 0;
+}
+
 static void print_dev_counters(struct vsock_dev *dev)
 {
 	struct vsock_dev_counters c;
@@ -73,6 +113,7 @@ static void print_dev_counters(struct vsock_dev *dev)
 		c.tx_pkts, c.tx_bytes, c.rx_pkts, c.rx_bytes, c.kicks, c.irqs_sent,
 		c.irqs_suppressed, c.conn_resets, c.dropped_pkts, c.malformed_pkts, c.conns_opened,
 		c.conns_closed, c.dev_resets);
+	fprintf(stderr, "skiff-vsock: rx_chains_max %" PRIu64 "\n", c.rx_chains_max);
 }
 
 /* SIGUSR1: print the device counters (thread safe), keep running. */
@@ -111,6 +152,7 @@ int main(int argc, char **argv)
 		{ "rx-pkt-max", required_argument, NULL, 'p' },
 		{ "conn-buf", required_argument, NULL, 'b' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "test-fault", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -176,6 +218,14 @@ int main(int argc, char **argv)
 				fprintf(stderr, "skiff-vsock: --mrg-rxbuf takes on or off\n");
 				return 2;
 			}
+			break;
+		case 'F':
+			if (parse_test_fault(optarg, &cfg)) {
+				fprintf(stderr, "skiff-vsock: bad --test-fault '%s' (see --help)\n",
+					optarg);
+				return 2;
+			}
+			fprintf(stderr, "skiff-vsock: TEST ONLY: --test-fault %s\n", optarg);
 			break;
 		case 'v':
 			verbose = true;
