@@ -112,6 +112,7 @@ class Step:
         self.peer = None
         self.peer_line = None  # PEER summary (dict)
         self.error = None
+        self.dev0 = self.dev1 = None  # skiff-vsock snapshots (counters, cpu_ns) around the step
         rs = a.read_size or size
         sec, mx = f"{a.seconds:g}", str(a.max_bytes)
         lowat = "--rcvlowat 1"
@@ -156,8 +157,40 @@ class Step:
                 out[f"cpu_proc_h2g_{s}"] = proc * 1e9 / kib
                 out[f"cpu_host_h2g_{s}"] = int(h["tree_cpu_ns"]) / kib if "tree_cpu_ns" in h else None
                 out[f"bytes_per_recv_h2g_{s}"] = gb / int(g["calls"]) if int(g["calls"]) else None
+            out.update(self.dev_figures(gb))
             return out
         return {f"rtt_{s}": int(g["rtt_mean_ns"]) / 1e3, f"rtt_p99_{s}": int(g["rtt_p99_ns"]) / 1e3}
+
+
+    def dev_figures(self, nbytes):
+        """Per-step device figures from the skiff-vsock snapshots around the step (they
+        also span the step's connection setup and teardown): device CPU per KiB, and
+        packets, interrupts and kicks per MiB moved."""
+        d0, d1 = self.dev0, self.dev1
+        if not d0 or not d1 or not nbytes:
+            return {}
+        k, s, mib = self.kind, self.suffix, nbytes / MiB
+        out = {f"dev_cpu_{k}_{s}": (d1["cpu_ns"] - d0["cpu_ns"]) / (nbytes / 1024)}
+        for c in DEV_RATES:
+            if c in d0 and c in d1:
+                out[f"{c}_per_mib_{k}_{s}"] = (d1[c] - d0[c]) / mib
+        return out
+
+
+# Device counters shown per MiB moved, per step (skiff-vsock's SIGUSR1 counters).
+DEV_RATES = ("rx_pkts", "tx_pkts", "irqs_sent", "kicks")
+
+
+def task_cpu_ns(pid):
+    """CPU time of every thread of process @pid so far, ns (schedstat), or None."""
+    tot = 0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                tot += int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return tot
 
 
 def figure_steps(a):
@@ -195,6 +228,12 @@ def figure_meta(name):
     m = re.match(r"bytes_per_recv_h2g_(\d+)$", name)
     if m:
         return f"bytes/recv call h2g {fmt_size(int(m.group(1)))}", "B", "higher", None
+    m = re.match(r"dev_cpu_(g2h|h2g)_(\d+)$", name)
+    if m:
+        return f"device CPU/KiB {m.group(1)} {fmt_size(int(m.group(2)))}", "ns/KiB", "lower", None
+    m = re.match(r"(\w+)_per_mib_(g2h|h2g)_(\d+)$", name)
+    if m:
+        return f"{m.group(1)}/MiB {m.group(2)} {fmt_size(int(m.group(3)))}", "1/MiB", "lower", None
     return name, "", "", None
 
 
@@ -258,6 +297,8 @@ class Boot:
         self.errors = []
         self.counters = {}
         self.seconds = None
+        self.dev_pid = None  # skiff-vsock, for the per-step snapshots
+        self.devlog = os.path.join(work, "skiff-vsock.log")
 
     def log(self, msg):
         if self.a.verbose:
@@ -272,6 +313,29 @@ class Boot:
         if not line.startswith("PEER-LISTENING"):
             raise RuntimeError(f"host peer did not listen: {line.strip()}")
 
+    def dev_snapshot(self):
+        """skiff-vsock's counters now (SIGUSR1 makes it print them to its log) and its
+        CPU time (ns); None if it does not answer within 2 s."""
+        cpu = task_cpu_ns(self.dev_pid)
+        try:
+            with open(self.devlog) as f:
+                n0 = f.read().count("skiff-vsock: counters:")
+            os.kill(self.dev_pid, signal.SIGUSR1)
+        except OSError:
+            return None
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            with open(self.devlog) as f:
+                text = f.read()
+            lines = re.findall(r"skiff-vsock: counters: (.*)\n", text)
+            if len(lines) > n0 and cpu is not None:
+                toks = lines[-1].split()
+                out = {toks[i]: int(toks[i + 1]) for i in range(0, len(toks) - 1, 2)}
+                out["cpu_ns"] = cpu
+                return out
+            time.sleep(0.005)
+        return None
+
     def plan_server(self, srv):
         """Serve one step script per fetch (init.sh control mode), then an empty one."""
         served = 0
@@ -281,6 +345,8 @@ class Boot:
             except socket.timeout:
                 continue
             script = ""
+            if 0 < served <= len(self.steps):
+                self.steps[served - 1].dev1 = self.dev_snapshot()
             if self.turn and served > 0:
                 self.turn.done(self.bid, served - 1)  # the guest is back: its last step ended
             if self.turn and served < len(self.steps) and not self.turn.wait(self.bid, served, self.done):
@@ -290,6 +356,7 @@ class Boot:
                 self.log(f"pair {self.pair + 1} {self.variant}: step {served + 1} ({st.kind} {st.suffix}) starts")
                 try:
                     self.start_peer(st)
+                    st.dev0 = self.dev_snapshot()
                     script = st.guest + "\n"
                 except (OSError, RuntimeError) as e:
                     st.error = str(e)
@@ -333,10 +400,11 @@ class Boot:
     def run(self):
         a = self.a
         t0 = time.monotonic()
-        devlog = os.path.join(self.work, "skiff-vsock.log")
+        devlog = self.devlog
         with open(devlog, "w") as f:
             dev = subprocess.Popen(self.device_argv(), stderr=f, stdout=f)
         self.procs.append(dev)
+        self.dev_pid = dev.pid
         deadline = time.monotonic() + 10
         while not os.path.exists(self.vu_sock):
             if dev.poll() is not None or time.monotonic() > deadline:
@@ -381,7 +449,9 @@ class Boot:
             dev.kill()
             dev.wait()
             self.errors.append("skiff-vsock did not exit on SIGTERM")
-        m = re.search(r"skiff-vsock: counters: (.*)", open(devlog).read())
+        m = None
+        for m in re.finditer(r"skiff-vsock: counters: (.*)", open(devlog).read()):
+            pass  # the last one: printed on SIGTERM
         if m:
             toks = m.group(1).split()
             self.counters = {toks[i]: int(toks[i + 1]) for i in range(0, len(toks) - 1, 2)}
@@ -478,6 +548,9 @@ def figure_names(a):
     names += [f"rtt_{s}" for s in a.rtt_sizes] + [f"rtt_p99_{s}" for s in a.rtt_sizes]
     for k in ("cpu_host_h2g", "cpu_guest_h2g", "cpu_proc_h2g", "bytes_per_recv_h2g"):
         names += [f"{k}_{s}" for s in sfx]
+    for d in ("g2h", "h2g"):
+        for k in ["dev_cpu"] + [f"{c}_per_mib" for c in DEV_RATES]:
+            names += [f"{k}_{d}_{s}" for s in sfx]
     return names
 
 
