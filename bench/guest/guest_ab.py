@@ -157,6 +157,14 @@ class Step:
                 out[f"cpu_proc_h2g_{s}"] = proc * 1e9 / kib
                 out[f"cpu_host_h2g_{s}"] = int(h["tree_cpu_ns"]) / kib if "tree_cpu_ns" in h else None
                 out[f"bytes_per_recv_h2g_{s}"] = gb / int(g["calls"]) if int(g["calls"]) else None
+            else:
+                # The sender's side of guest->host: host CPU of the guest's processes and
+                # whole-guest CPU per KiB sent.
+                kib = gb / 1024
+                out[f"cpu_host_g2h_{s}"] = int(h["tree_cpu_ns"]) / kib if "tree_cpu_ns" in h else None
+                hz = int(g.get("clk_tck", 0))
+                if hz and int(g.get("cpu_total_ticks", 0)):
+                    out[f"cpu_guest_g2h_{s}"] = int(g["cpu_busy_ticks"]) / hz * 1e9 / kib
             out.update(self.dev_figures(gb))
             return out
         return {f"rtt_{s}": int(g["rtt_mean_ns"]) / 1e3, f"rtt_p99_{s}": int(g["rtt_p99_ns"]) / 1e3}
@@ -221,10 +229,10 @@ def figure_meta(name):
     if m:
         what = "RTT p99" if m.group(1) else "RTT mean"
         return f"{what} {fmt_size(int(m.group(2)))}", "us", "lower", f"socketpair_rtt_{m.group(2)}"
-    m = re.match(r"cpu_(guest|proc|host)_h2g_(\d+)$", name)
+    m = re.match(r"cpu_(guest|proc|host)_(h2g|g2h)_(\d+)$", name)
     if m:
         who = {"guest": "guest CPU", "proc": "recv proc CPU", "host": "UML host CPU"}[m.group(1)]
-        return f"{who}/KiB h2g {fmt_size(int(m.group(2)))}", "ns/KiB", "lower", None
+        return f"{who}/KiB {m.group(2)} {fmt_size(int(m.group(3)))}", "ns/KiB", "lower", None
     m = re.match(r"bytes_per_recv_h2g_(\d+)$", name)
     if m:
         return f"bytes/recv call h2g {fmt_size(int(m.group(1)))}", "B", "higher", None
@@ -415,9 +423,14 @@ class Boot:
         srv.listen(4)
         srv.settimeout(0.2)
         threading.Thread(target=self.plan_server, args=(srv,), daemon=True).start()
-        argv = [os.path.join(REPO, "scripts/guest-run.sh"), "uml", "--kernel", self.kernel, "--initrd", a.initrd,
+        argv = [os.path.join(REPO, "scripts/guest-run.sh"), a.vmm, "--kernel", self.kernel, "--initrd", a.initrd,
                 "--vsock", self.vu_sock, "--append", f"skiff.ctl={CTL_PORT}", "--timeout", str(a.boot_timeout),
                 "--mem", str(a.mem)]
+        if a.vmm == "qemu":
+            # QEMU TCG microvm (see guest-run.sh): version-1 virtio-mmio for the device.
+            # QEMU 7.2's vhost-user-vsock-device does not pass MRG_RXBUF on: both
+            # kernels run without the feature there.
+            argv += ["--", "-global", "virtio-mmio.force-legacy=false"]
         vm = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, errors="replace")
         self.vm_pid = vm.pid  # set before the guest can fetch its first step
@@ -506,8 +519,9 @@ def measure_limits(a):
 
 
 # -- driver -------------------------------------------------------------------------------------
-def kernel_path(variant):
-    return subprocess.run([os.path.join(REPO, "scripts/build-kernels.sh"), "--print-path", variant, "um", "linux"],
+def kernel_path(variant, vmm="uml"):
+    arch, f = ("um", "linux") if vmm == "uml" else ("x86_64", "bzImage")
+    return subprocess.run([os.path.join(REPO, "scripts/build-kernels.sh"), "--print-path", variant, arch, f],
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip()
 
 
@@ -547,6 +561,8 @@ def figure_names(a):
     names = [f"g2h_{s}" for s in sfx] + [f"h2g_{s}" for s in sfx]
     names += [f"rtt_{s}" for s in a.rtt_sizes] + [f"rtt_p99_{s}" for s in a.rtt_sizes]
     for k in ("cpu_host_h2g", "cpu_guest_h2g", "cpu_proc_h2g", "bytes_per_recv_h2g"):
+        names += [f"{k}_{s}" for s in sfx]
+    for k in ("cpu_host_g2h", "cpu_guest_g2h"):
         names += [f"{k}_{s}" for s in sfx]
     for d in ("g2h", "h2g"):
         for k in ["dev_cpu"] + [f"{c}_per_mib" for c in DEV_RATES]:
@@ -638,6 +654,8 @@ def main():
     ap.add_argument("--kernel-a", help="A kernel (default: build-kernels.sh --print-path baseline um)")
     ap.add_argument("--kernel-b", help="B kernel (default: build-kernels.sh --print-path patched um)")
     ap.add_argument("--pairs", type=int, default=8, help="A/B pairs (default 8)")
+    ap.add_argument("--vmm", choices=["uml", "qemu"], default="uml",
+                    help="guest: user-mode Linux (default) or a QEMU TCG microvm (no MRG_RXBUF through QEMU 7.2)")
     ap.add_argument("--quick", action="store_true", help="smoke run: 1 pair, short transfers, 1000 RTT requests")
     ap.add_argument("--mrg-rxbuf", choices=["on", "off"], default="on", help="skiff-vsock --mrg-rxbuf (default on)")
     ap.add_argument("--rx-pkt-max", type=parse_size, default=0,
@@ -681,8 +699,8 @@ def main():
         except OSError as e:
             print(f"guest_ab: warning: --nice {a.nice}: {e}; running at normal priority", file=sys.stderr)
             a.nice = 0
-    ka = a.kernel_a or kernel_path("baseline")
-    kb = a.kernel_b or kernel_path("patched")
+    ka = a.kernel_a or kernel_path("baseline", a.vmm)
+    kb = a.kernel_b or kernel_path("patched", a.vmm)
     if not a.skiff_vsock:
         print("guest_ab: FAIL: skiff-vsock was not built (device model missing in this build)")
         return 1
@@ -706,7 +724,7 @@ def main():
         "comparison": "A/A: both kernels are the same file contents" if same
         else "A/B: the kernels differ (patched = baseline + guest-kernel-patches/series)",
         "identical_kernels": same, "series": series_list(), "pairs": a.pairs, "quick": a.quick,
-        "mrg_rxbuf": a.mrg_rxbuf, "rx_pkt_max_requested": a.rx_pkt_max,
+        "vmm": a.vmm, "mrg_rxbuf": a.mrg_rxbuf, "rx_pkt_max_requested": a.rx_pkt_max,
         "rx_pkt_max_applied": (a.rx_pkt_max or "none") if a.dev_has_rx_pkt_max else "unsupported by skiff-vsock",
         "sizes": a.sizes, "conns": a.conns, "rtt_sizes": a.rtt_sizes, "rtt_count": a.rtt_count, "seconds": a.seconds,
         "max_bytes": a.max_bytes, "read_size": a.read_size or "payload", "guest_buf": a.guest_buf or "default",
