@@ -13,7 +13,14 @@ case reboots the guest with connections open; the next boot fetches the followin
 
 Usage: guest_e2e.py --vmm uml|qemu [--kernel PATH | --variant baseline|patched]
                     --skiff-vsock BIN --vsock-tool BIN --uds-peer BIN
-                    [--mrg-rxbuf on|off] [--set full|smoke] [--verbose] [--keep]
+                    [--mrg-rxbuf on|off] [--set full|smoke|span|fault] [--verbose] [--keep]
+                    [--rx-pkt-max N] [--expect-bufs N] [--test-fault FAULT[,port=P]]
+Sets: full and smoke (streams, many connections, SEQPACKET, refused connects, half-close,
+reboot); span (mergeable RX buffers: 8 MiB streams and SEQPACKET messages at 1/2/16/17-buffer
+boundaries; with --expect-bufs N the device's rx_chains_max must be N); fault (a lying device,
+skiff-vsock --test-fault: the guest must drop every lying packet, say so in dmesg, not leak
+(MemFree), show no Oops/BUG/WARN, and keep moving checked data). Every set fails on an
+Oops/BUG/WARNING/Call Trace line on the console.
 Without --kernel, the image comes from scripts/build-kernels.sh --print-path (CI builds the
 kernels before ctest, so a missing image is a failure, not a skip).
 Exit status 0 when every case passed, 1 otherwise, 77 when skipped (SKIFF_SKIP_GUESTS=1).
