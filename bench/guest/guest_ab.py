@@ -254,8 +254,12 @@ class Turn:
     up its remaining turns, so the other never waits for it.
     """
 
-    def __init__(self, nsteps, nboots=2):
-        self.order = [(b, k) for k in range(nsteps) for b in range(nboots)]
+    def __init__(self, nsteps, nboots=2, first=0):
+        # @first: the boot that goes first at every step; the harness alternates it from
+        # pair to pair, so that going first or second (e.g. a host peer or page cache
+        # warmed by the other guest's step) does not always favour the same kernel.
+        boots = [(first + i) % nboots for i in range(nboots)]
+        self.order = [(b, k) for k in range(nsteps) for b in boots]
         self.finished = set()
         self.pos = 0
         self.cond = threading.Condition()
@@ -729,7 +733,7 @@ def main():
         "sizes": a.sizes, "conns": a.conns, "rtt_sizes": a.rtt_sizes, "rtt_count": a.rtt_count, "seconds": a.seconds,
         "max_bytes": a.max_bytes, "read_size": a.read_size or "payload", "guest_buf": a.guest_buf or "default",
         "rcvlowat": 1, "limit_seconds": a.limit_seconds, "guest_mem_mib": a.mem, "nice": -a.nice,
-        "order": "per pair: A and B booted together, steps alternating A B" if a.interleave == "step"
+        "order": "per pair: A and B booted together, steps alternating A B (B A in odd pairs)" if a.interleave == "step"
         else "per pair: boot A (all steps), then boot B (all steps)",
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -740,7 +744,7 @@ def main():
         for i in range(a.pairs):
             pair = {"pair": i, "limits": measure_limits(a)}
             sides = (("A", "baseline", ka), ("B", "patched", kb))
-            turn = Turn(len(figure_steps(a))) if a.interleave == "step" else None
+            turn = Turn(len(figure_steps(a)), first=i % 2) if a.interleave == "step" else None
             boots = []
             for bid, (side, variant, kernel) in enumerate(sides):
                 bdir = os.path.join(work, f"p{i}{side}")
