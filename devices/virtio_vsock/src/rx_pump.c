@@ -197,7 +197,8 @@ static void put_hdr(struct pump *p, struct rx_slot *s, struct virtio_vsock_hdr *
 static void test_fault(struct pump *p, const struct conn *c, struct virtio_vsock_hdr *h,
 		       uint16_t *nbufs)
 {
-	const struct vsock_dev *dev = p->dev;
+	struct vsock_dev *dev = p->dev;
+	uint16_t qsize;
 
 	if (dev->cfg.test_fault_port && c->peer_port != dev->cfg.test_fault_port)
 		return;
@@ -209,7 +210,10 @@ static void test_fault(struct pump *p, const struct conn *c, struct virtio_vsock
 		*nbufs += 1;
 		break;
 	case VSOCK_TEST_FAULT_NUMBUF_RING:
-		*nbufs = (uint16_t)(dev->rxq.num + 1);
+		pthread_mutex_lock(&dev->rxq_lock);
+		qsize = dev->rxq.num;
+		pthread_mutex_unlock(&dev->rxq_lock);
+		*nbufs = (uint16_t)(qsize + 1);
 		break;
 	case VSOCK_TEST_FAULT_LEN_OVER:
 		h->len += 1;
