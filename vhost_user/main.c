@@ -56,6 +56,13 @@ static void usage(FILE *f)
 	      "                       message naming the thread and the call; log:\n"
 	      "                       the kernel logs it and lets it run)\n"
 	      "  --verbose            log every vhost-user request\n"
+	      "  --test-fault FAULT[,port=P]   TEST ONLY: with mergeable RX buffers, make\n"
+	      "                       every host-to-guest data packet (to guest port P\n"
+	      "                       only, if given) lie in its header: FAULT is\n"
+	      "                       bad-num-buffers=zero|over|ring (num_buffers 0,\n"
+	      "                       buffers used + 1, RX queue size + 1) or\n"
+	      "                       bad-hdr-len=over|under (hdr.len one more or one\n"
+	      "                       less than the payload in the buffers)\n"
 	      "  --help, --version\n"
 	      "\n"
 	      "Global options apply to every guest.\n"
@@ -76,6 +83,39 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 	if (errno || end == s || *end || s[0] == '-' || v > max)
 		return -EINVAL;
 	*out = v;
+	return 0;
+}
+
+/* --test-fault FAULT[,port=P] into @cfg. Return: 0, or -EINVAL. */
+static int parse_test_fault(const char *arg, struct vsock_dev_config *cfg)
+{
+	static const struct {
+		const char *name;
+		unsigned int fault;
+	} faults[] = {
+		{ "bad-num-buffers=zero", VSOCK_TEST_FAULT_NUMBUF_ZERO },
+		{ "bad-num-buffers=over", VSOCK_TEST_FAULT_NUMBUF_OVER },
+		{ "bad-num-buffers=ring", VSOCK_TEST_FAULT_NUMBUF_RING },
+		{ "bad-hdr-len=over", VSOCK_TEST_FAULT_LEN_OVER },
+		{ "bad-hdr-len=under", VSOCK_TEST_FAULT_LEN_UNDER },
+	};
+	const char *comma = strchr(arg, ',');
+	size_t len = comma ? (size_t)(comma - arg) : strlen(arg);
+	unsigned int i;
+	uint64_t v;
+
+	for (i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+		if (strlen(faults[i].name) == len && !strncmp(arg, faults[i].name, len))
+			break;
+	if (i == sizeof(faults) / sizeof(faults[0]))
+		return -EINVAL;
+	cfg->test_fault = faults[i].fault;
+	cfg->test_fault_port = 0;
+	if (comma) {
+		if (strncmp(comma + 1, "port=", 5) || parse_u64(comma + 6, UINT32_MAX, &v) || !v)
+			return -EINVAL;
+		cfg->test_fault_port = (uint32_t)v;
+	}
 	return 0;
 }
 
@@ -126,6 +166,7 @@ static void print_dev_counters(const struct guest *g)
 		who, c.tx_pkts, c.tx_bytes, c.rx_pkts, c.rx_bytes, c.kicks, c.irqs_sent,
 		c.irqs_suppressed, c.conn_resets, c.dropped_pkts, c.malformed_pkts, c.conns_opened,
 		c.conns_closed, c.dev_resets);
+	fprintf(stderr, "skiff-vsock:%s rx_chains_max %" PRIu64 "\n", who, c.rx_chains_max);
 }
 
 /* SIGUSR1: print the device counters (thread safe), keep running. */
@@ -259,6 +300,7 @@ int main(int argc, char **argv)
 		{ "conn-buf", required_argument, NULL, 'b' },
 		{ "seccomp", required_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "test-fault", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -346,6 +388,14 @@ int main(int argc, char **argv)
 				fprintf(stderr, "skiff-vsock: --seccomp takes kill, log or off\n");
 				return EX_USAGE;
 			}
+			break;
+		case 'F':
+			if (parse_test_fault(optarg, &cfg)) {
+				fprintf(stderr, "skiff-vsock: bad --test-fault '%s' (see --help)\n",
+					optarg);
+				return EX_USAGE;
+			}
+			fprintf(stderr, "skiff-vsock: TEST ONLY: --test-fault %s\n", optarg);
 			break;
 		case 'v':
 			verbose = true;

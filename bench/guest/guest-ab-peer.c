@@ -143,7 +143,7 @@ static int listen_on(const char *path, struct result *r, int *out)
 	if (fd < 0)
 		return fail(r, "socket");
 	unlink(path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 4)) {
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 128)) {
 		fail(r, "bind");
 		close(fd);
 		return -r->err;

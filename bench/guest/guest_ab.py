@@ -112,6 +112,7 @@ class Step:
         self.peer = None
         self.peer_line = None  # PEER summary (dict)
         self.error = None
+        self.dev0 = self.dev1 = None  # skiff-vsock snapshots (counters, cpu_ns) around the step
         rs = a.read_size or size
         sec, mx = f"{a.seconds:g}", str(a.max_bytes)
         lowat = "--rcvlowat 1"
@@ -156,8 +157,48 @@ class Step:
                 out[f"cpu_proc_h2g_{s}"] = proc * 1e9 / kib
                 out[f"cpu_host_h2g_{s}"] = int(h["tree_cpu_ns"]) / kib if "tree_cpu_ns" in h else None
                 out[f"bytes_per_recv_h2g_{s}"] = gb / int(g["calls"]) if int(g["calls"]) else None
+            else:
+                # The sender's side of guest->host: host CPU of the guest's processes and
+                # whole-guest CPU per KiB sent.
+                kib = gb / 1024
+                out[f"cpu_host_g2h_{s}"] = int(h["tree_cpu_ns"]) / kib if "tree_cpu_ns" in h else None
+                hz = int(g.get("clk_tck", 0))
+                if hz and int(g.get("cpu_total_ticks", 0)):
+                    out[f"cpu_guest_g2h_{s}"] = int(g["cpu_busy_ticks"]) / hz * 1e9 / kib
+            out.update(self.dev_figures(gb))
             return out
         return {f"rtt_{s}": int(g["rtt_mean_ns"]) / 1e3, f"rtt_p99_{s}": int(g["rtt_p99_ns"]) / 1e3}
+
+
+    def dev_figures(self, nbytes):
+        """Per-step device figures from the skiff-vsock snapshots around the step (they
+        also span the step's connection setup and teardown): device CPU per KiB, and
+        packets, interrupts and kicks per MiB moved."""
+        d0, d1 = self.dev0, self.dev1
+        if not d0 or not d1 or not nbytes:
+            return {}
+        k, s, mib = self.kind, self.suffix, nbytes / MiB
+        out = {f"dev_cpu_{k}_{s}": (d1["cpu_ns"] - d0["cpu_ns"]) / (nbytes / 1024)}
+        for c in DEV_RATES:
+            if c in d0 and c in d1:
+                out[f"{c}_per_mib_{k}_{s}"] = (d1[c] - d0[c]) / mib
+        return out
+
+
+# Device counters shown per MiB moved, per step (skiff-vsock's SIGUSR1 counters).
+DEV_RATES = ("rx_pkts", "tx_pkts", "irqs_sent", "kicks")
+
+
+def task_cpu_ns(pid):
+    """CPU time of every thread of process @pid so far, ns (schedstat), or None."""
+    tot = 0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                tot += int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return tot
 
 
 def figure_steps(a):
@@ -188,13 +229,19 @@ def figure_meta(name):
     if m:
         what = "RTT p99" if m.group(1) else "RTT mean"
         return f"{what} {fmt_size(int(m.group(2)))}", "us", "lower", f"socketpair_rtt_{m.group(2)}"
-    m = re.match(r"cpu_(guest|proc|host)_h2g_(\d+)$", name)
+    m = re.match(r"cpu_(guest|proc|host)_(h2g|g2h)_(\d+)$", name)
     if m:
         who = {"guest": "guest CPU", "proc": "recv proc CPU", "host": "UML host CPU"}[m.group(1)]
-        return f"{who}/KiB h2g {fmt_size(int(m.group(2)))}", "ns/KiB", "lower", None
+        return f"{who}/KiB {m.group(2)} {fmt_size(int(m.group(3)))}", "ns/KiB", "lower", None
     m = re.match(r"bytes_per_recv_h2g_(\d+)$", name)
     if m:
         return f"bytes/recv call h2g {fmt_size(int(m.group(1)))}", "B", "higher", None
+    m = re.match(r"dev_cpu_(g2h|h2g)_(\d+)$", name)
+    if m:
+        return f"device CPU/KiB {m.group(1)} {fmt_size(int(m.group(2)))}", "ns/KiB", "lower", None
+    m = re.match(r"(\w+)_per_mib_(g2h|h2g)_(\d+)$", name)
+    if m:
+        return f"{m.group(1)}/MiB {m.group(2)} {fmt_size(int(m.group(3)))}", "1/MiB", "lower", None
     return name, "", "", None
 
 
@@ -207,8 +254,12 @@ class Turn:
     up its remaining turns, so the other never waits for it.
     """
 
-    def __init__(self, nsteps, nboots=2):
-        self.order = [(b, k) for k in range(nsteps) for b in range(nboots)]
+    def __init__(self, nsteps, nboots=2, first=0):
+        # @first: the boot that goes first at every step; the harness alternates it from
+        # pair to pair, so that going first or second (e.g. a host peer or page cache
+        # warmed by the other guest's step) does not always favour the same kernel.
+        boots = [(first + i) % nboots for i in range(nboots)]
+        self.order = [(b, k) for k in range(nsteps) for b in boots]
         self.finished = set()
         self.pos = 0
         self.cond = threading.Condition()
@@ -258,6 +309,8 @@ class Boot:
         self.errors = []
         self.counters = {}
         self.seconds = None
+        self.dev_pid = None  # skiff-vsock, for the per-step snapshots
+        self.devlog = os.path.join(work, "skiff-vsock.log")
 
     def log(self, msg):
         if self.a.verbose:
@@ -272,6 +325,29 @@ class Boot:
         if not line.startswith("PEER-LISTENING"):
             raise RuntimeError(f"host peer did not listen: {line.strip()}")
 
+    def dev_snapshot(self):
+        """skiff-vsock's counters now (SIGUSR1 makes it print them to its log) and its
+        CPU time (ns); None if it does not answer within 2 s."""
+        cpu = task_cpu_ns(self.dev_pid)
+        try:
+            with open(self.devlog) as f:
+                n0 = f.read().count("skiff-vsock: counters:")
+            os.kill(self.dev_pid, signal.SIGUSR1)
+        except OSError:
+            return None
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            with open(self.devlog) as f:
+                text = f.read()
+            lines = re.findall(r"skiff-vsock: counters: (.*)\n", text)
+            if len(lines) > n0 and cpu is not None:
+                toks = lines[-1].split()
+                out = {toks[i]: int(toks[i + 1]) for i in range(0, len(toks) - 1, 2)}
+                out["cpu_ns"] = cpu
+                return out
+            time.sleep(0.005)
+        return None
+
     def plan_server(self, srv):
         """Serve one step script per fetch (init.sh control mode), then an empty one."""
         served = 0
@@ -281,6 +357,8 @@ class Boot:
             except socket.timeout:
                 continue
             script = ""
+            if 0 < served <= len(self.steps):
+                self.steps[served - 1].dev1 = self.dev_snapshot()
             if self.turn and served > 0:
                 self.turn.done(self.bid, served - 1)  # the guest is back: its last step ended
             if self.turn and served < len(self.steps) and not self.turn.wait(self.bid, served, self.done):
@@ -290,6 +368,7 @@ class Boot:
                 self.log(f"pair {self.pair + 1} {self.variant}: step {served + 1} ({st.kind} {st.suffix}) starts")
                 try:
                     self.start_peer(st)
+                    st.dev0 = self.dev_snapshot()
                     script = st.guest + "\n"
                 except (OSError, RuntimeError) as e:
                     st.error = str(e)
@@ -333,10 +412,11 @@ class Boot:
     def run(self):
         a = self.a
         t0 = time.monotonic()
-        devlog = os.path.join(self.work, "skiff-vsock.log")
+        devlog = self.devlog
         with open(devlog, "w") as f:
             dev = subprocess.Popen(self.device_argv(), stderr=f, stdout=f)
         self.procs.append(dev)
+        self.dev_pid = dev.pid
         deadline = time.monotonic() + 10
         while not os.path.exists(self.vu_sock):
             if dev.poll() is not None or time.monotonic() > deadline:
@@ -347,9 +427,14 @@ class Boot:
         srv.listen(4)
         srv.settimeout(0.2)
         threading.Thread(target=self.plan_server, args=(srv,), daemon=True).start()
-        argv = [os.path.join(REPO, "scripts/guest-run.sh"), "uml", "--kernel", self.kernel, "--initrd", a.initrd,
+        argv = [os.path.join(REPO, "scripts/guest-run.sh"), a.vmm, "--kernel", self.kernel, "--initrd", a.initrd,
                 "--vsock", self.vu_sock, "--append", f"skiff.ctl={CTL_PORT}", "--timeout", str(a.boot_timeout),
                 "--mem", str(a.mem)]
+        if a.vmm == "qemu":
+            # QEMU TCG microvm (see guest-run.sh): version-1 virtio-mmio for the device.
+            # QEMU 7.2's vhost-user-vsock-device does not pass MRG_RXBUF on: both
+            # kernels run without the feature there.
+            argv += ["--", "-global", "virtio-mmio.force-legacy=false"]
         vm = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, errors="replace")
         self.vm_pid = vm.pid  # set before the guest can fetch its first step
@@ -381,7 +466,9 @@ class Boot:
             dev.kill()
             dev.wait()
             self.errors.append("skiff-vsock did not exit on SIGTERM")
-        m = re.search(r"skiff-vsock: counters: (.*)", open(devlog).read())
+        m = None
+        for m in re.finditer(r"skiff-vsock: counters: (.*)", open(devlog).read()):
+            pass  # the last one: printed on SIGTERM
         if m:
             toks = m.group(1).split()
             self.counters = {toks[i]: int(toks[i + 1]) for i in range(0, len(toks) - 1, 2)}
@@ -436,8 +523,9 @@ def measure_limits(a):
 
 
 # -- driver -------------------------------------------------------------------------------------
-def kernel_path(variant):
-    return subprocess.run([os.path.join(REPO, "scripts/build-kernels.sh"), "--print-path", variant, "um", "linux"],
+def kernel_path(variant, vmm="uml"):
+    arch, f = ("um", "linux") if vmm == "uml" else ("x86_64", "bzImage")
+    return subprocess.run([os.path.join(REPO, "scripts/build-kernels.sh"), "--print-path", variant, arch, f],
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip()
 
 
@@ -478,6 +566,11 @@ def figure_names(a):
     names += [f"rtt_{s}" for s in a.rtt_sizes] + [f"rtt_p99_{s}" for s in a.rtt_sizes]
     for k in ("cpu_host_h2g", "cpu_guest_h2g", "cpu_proc_h2g", "bytes_per_recv_h2g"):
         names += [f"{k}_{s}" for s in sfx]
+    for k in ("cpu_host_g2h", "cpu_guest_g2h"):
+        names += [f"{k}_{s}" for s in sfx]
+    for d in ("g2h", "h2g"):
+        for k in ["dev_cpu"] + [f"{c}_per_mib" for c in DEV_RATES]:
+            names += [f"{k}_{d}_{s}" for s in sfx]
     return names
 
 
@@ -565,6 +658,8 @@ def main():
     ap.add_argument("--kernel-a", help="A kernel (default: build-kernels.sh --print-path baseline um)")
     ap.add_argument("--kernel-b", help="B kernel (default: build-kernels.sh --print-path patched um)")
     ap.add_argument("--pairs", type=int, default=8, help="A/B pairs (default 8)")
+    ap.add_argument("--vmm", choices=["uml", "qemu"], default="uml",
+                    help="guest: user-mode Linux (default) or a QEMU TCG microvm (no MRG_RXBUF through QEMU 7.2)")
     ap.add_argument("--quick", action="store_true", help="smoke run: 1 pair, short transfers, 1000 RTT requests")
     ap.add_argument("--mrg-rxbuf", choices=["on", "off"], default="on", help="skiff-vsock --mrg-rxbuf (default on)")
     ap.add_argument("--rx-pkt-max", type=parse_size, default=0,
@@ -608,8 +703,8 @@ def main():
         except OSError as e:
             print(f"guest_ab: warning: --nice {a.nice}: {e}; running at normal priority", file=sys.stderr)
             a.nice = 0
-    ka = a.kernel_a or kernel_path("baseline")
-    kb = a.kernel_b or kernel_path("patched")
+    ka = a.kernel_a or kernel_path("baseline", a.vmm)
+    kb = a.kernel_b or kernel_path("patched", a.vmm)
     if not a.skiff_vsock:
         print("guest_ab: FAIL: skiff-vsock was not built (device model missing in this build)")
         return 1
@@ -633,12 +728,12 @@ def main():
         "comparison": "A/A: both kernels are the same file contents" if same
         else "A/B: the kernels differ (patched = baseline + guest-kernel-patches/series)",
         "identical_kernels": same, "series": series_list(), "pairs": a.pairs, "quick": a.quick,
-        "mrg_rxbuf": a.mrg_rxbuf, "rx_pkt_max_requested": a.rx_pkt_max,
+        "vmm": a.vmm, "mrg_rxbuf": a.mrg_rxbuf, "rx_pkt_max_requested": a.rx_pkt_max,
         "rx_pkt_max_applied": (a.rx_pkt_max or "none") if a.dev_has_rx_pkt_max else "unsupported by skiff-vsock",
         "sizes": a.sizes, "conns": a.conns, "rtt_sizes": a.rtt_sizes, "rtt_count": a.rtt_count, "seconds": a.seconds,
         "max_bytes": a.max_bytes, "read_size": a.read_size or "payload", "guest_buf": a.guest_buf or "default",
         "rcvlowat": 1, "limit_seconds": a.limit_seconds, "guest_mem_mib": a.mem, "nice": -a.nice,
-        "order": "per pair: A and B booted together, steps alternating A B" if a.interleave == "step"
+        "order": "per pair: A and B booted together, steps alternating A B (B A in odd pairs)" if a.interleave == "step"
         else "per pair: boot A (all steps), then boot B (all steps)",
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -649,7 +744,7 @@ def main():
         for i in range(a.pairs):
             pair = {"pair": i, "limits": measure_limits(a)}
             sides = (("A", "baseline", ka), ("B", "patched", kb))
-            turn = Turn(len(figure_steps(a))) if a.interleave == "step" else None
+            turn = Turn(len(figure_steps(a)), first=i % 2) if a.interleave == "step" else None
             boots = []
             for bid, (side, variant, kernel) in enumerate(sides):
                 bdir = os.path.join(work, f"p{i}{side}")

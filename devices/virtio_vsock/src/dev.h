@@ -94,6 +94,7 @@ struct tx_batch {
 struct dev_counters {
 	_Atomic uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes, kicks, irqs_sent, irqs_suppressed,
 		conn_resets, dropped_pkts, malformed_pkts, conns_opened, conns_closed, dev_resets;
+	_Atomic uint64_t rx_chains_max;
 };
 
 /* A host socket still writing its CONNECT line (control thread only). */

@@ -450,4 +450,5 @@ void vsock_dev_get_counters(const struct vsock_dev *dev, struct vsock_dev_counte
 	o->conns_opened = atomic_load(&c->conns_opened);
 	o->conns_closed = atomic_load(&c->conns_closed);
 	o->dev_resets = atomic_load(&c->dev_resets);
+	o->rx_chains_max = atomic_load(&c->rx_chains_max);
 }

@@ -189,6 +189,52 @@ static void put_hdr(struct pump *p, struct rx_slot *s, struct virtio_vsock_hdr *
 	iov_write(s->c.iov + s->c.n_out, s->c.n_in, 0, &m, hdr_len(p->dev));
 }
 
+/*
+ * Test only (vsock_dev_config.test_fault): make RW header @h of @c, about
+ * to go out in *@nbufs chains, lie about that layout. The used entries are
+ * left true, so the guest sees exactly the lie chosen.
+ */
+static void test_fault(struct pump *p, const struct conn *c, struct virtio_vsock_hdr *h,
+		       uint16_t *nbufs)
+{
+	struct vsock_dev *dev = p->dev;
+	uint16_t qsize;
+
+	if (dev->cfg.test_fault_port && c->peer_port != dev->cfg.test_fault_port)
+		return;
+	switch (dev->cfg.test_fault) {
+	case VSOCK_TEST_FAULT_NUMBUF_ZERO:
+		*nbufs = 0;
+		break;
+	case VSOCK_TEST_FAULT_NUMBUF_OVER:
+		*nbufs += 1;
+		break;
+	case VSOCK_TEST_FAULT_NUMBUF_RING:
+		pthread_mutex_lock(&dev->rxq_lock);
+		qsize = dev->rxq.num;
+		pthread_mutex_unlock(&dev->rxq_lock);
+		*nbufs = (uint16_t)(qsize + 1);
+		break;
+	case VSOCK_TEST_FAULT_LEN_OVER:
+		h->len += 1;
+		break;
+	case VSOCK_TEST_FAULT_LEN_UNDER:
+		if (h->len)
+			h->len -= 1;
+		break;
+	}
+}
+
+/* Raise counter @ctr to @v if below (lock free; concurrent pumps may race). */
+static void ctr_max(_Atomic uint64_t *ctr, uint64_t v)
+{
+	uint64_t cur = atomic_load_explicit(ctr, memory_order_relaxed);
+
+	while (cur < v && !atomic_compare_exchange_weak_explicit(ctr, &cur, v, memory_order_relaxed,
+								 memory_order_relaxed))
+		;
+}
+
 /* Send a header-only packet. Return: 0, or -EAGAIN when out of RX buffers. */
 static int emit_hdr(struct pump *p, struct virtio_vsock_hdr *h)
 {
@@ -285,6 +331,7 @@ static int emit_rw(struct pump *p, struct conn *c)
 	struct iovec iov[PKT_IOV];
 	unsigned int niov = 0, k, i;
 	const uint8_t *mem = NULL;
+	uint16_t nbufs;
 	struct virtio_vsock_hdr h;
 	struct rx_slot *s;
 	ssize_t r;
@@ -385,7 +432,10 @@ static int emit_rw(struct pump *p, struct conn *c)
 			break;
 	}
 	conn_fill_hdr(c, &h, VIRTIO_VSOCK_OP_RW, flags, n);
-	put_hdr(p, s, &h, (uint16_t)(i + 1));
+	nbufs = (uint16_t)(i + 1);
+	if (mrg && dev->cfg.test_fault)
+		test_fault(p, c, &h, &nbufs);
+	put_hdr(p, s, &h, nbufs);
 	slots_consume(p, i + 1);
 	c->h2g_sent += n;
 	if (mem == c->prefix + c->prefix_off) {
@@ -397,6 +447,7 @@ static int emit_rw(struct pump *p, struct conn *c)
 	}
 	CTR_ADD(dev, rx_pkts, 1);
 	CTR_ADD(dev, rx_bytes, n);
+	ctr_max(&dev->ctr.rx_chains_max, i + 1);
 	return 0;
 }
 

@@ -13,7 +13,14 @@ case reboots the guest with connections open; the next boot fetches the followin
 
 Usage: guest_e2e.py --vmm uml|qemu [--kernel PATH | --variant baseline|patched]
                     --skiff-vsock BIN --vsock-tool BIN --uds-peer BIN
-                    [--mrg-rxbuf on|off] [--set full|smoke] [--verbose] [--keep]
+                    [--mrg-rxbuf on|off] [--set full|smoke|span|fault] [--verbose] [--keep]
+                    [--rx-pkt-max N] [--expect-bufs N] [--test-fault FAULT[,port=P]]
+Sets: full and smoke (streams, many connections, SEQPACKET, refused connects, half-close,
+reboot); span (mergeable RX buffers: 8 MiB streams and SEQPACKET messages at 1/2/16/17-buffer
+boundaries; with --expect-bufs N the device's rx_chains_max must be N); fault (a lying device,
+skiff-vsock --test-fault: the guest must drop every lying packet, say so in dmesg, not leak
+(MemFree), show no Oops/BUG/WARN, and keep moving checked data). Every set fails on an
+Oops/BUG/WARNING/Call Trace line on the console.
 Without --kernel, the image comes from scripts/build-kernels.sh --print-path (CI builds the
 kernels before ctest, so a missing image is a failure, not a skip).
 Exit status 0 when every case passed, 1 otherwise, 77 when skipped (SKIFF_SKIP_GUESTS=1).
@@ -43,9 +50,11 @@ def kv(line):
 class Case:
     """One guest command, the host peer run against it, and the check of both summaries."""
 
-    def __init__(self, name, guest, host=None, host_when="boot", check=None, boot=1):
+    def __init__(self, name, guest, host=None, host_when="boot", check=None, boot=1, summary=True):
         self.name, self.guest, self.host, self.host_when = name, guest, host, host_when
         self.check, self.boot = check, boot
+        self.summary = summary  # False: a plain shell step, checked on its console lines
+        self.lines = []  # console lines printed while this case ran
         self.guest_sum = None  # VSOCK-TOOL summary (dict)
         self.guest_rc = None
         self.host_sum = None  # UDS-PEER summary (dict)
@@ -118,6 +127,137 @@ def seq_bytes(sizes, msgs):
     return sum(sizes[k % len(sizes)] for k in range(msgs))
 
 
+# -- mergeable RX buffers (issue 6) ---------------------------------------------------
+# Guest RX buffers are one 4 KiB page; the first one of a packet holds the 46-byte header
+# (44 + num_buffers; without MRG_RXBUF 44, and packets are one buffer). A payload of up to
+# 4096 * n - 46 bytes fits in n buffers.
+PAGE = 4096
+MRG_HDR = 46
+
+
+def bufs_cap(n):
+    return PAGE * n - MRG_HDR
+
+
+# SEQPACKET message sizes at and around the buffer boundaries of 1, 2, 16 and 17 buffers.
+SEQ_EDGE_SIZES = [1, 46, bufs_cap(1) - 1, bufs_cap(1), bufs_cap(1) + 1, PAGE, bufs_cap(2) - 1, bufs_cap(2),
+                  bufs_cap(2) + 1, bufs_cap(15) + 1, bufs_cap(16) - 1, bufs_cap(16), bufs_cap(16) + 1, 65535,
+                  65536, 3]
+
+
+def make_span_cases():
+    """Data whose host-to-guest packets span the buffers that --rx-pkt-max allows (see
+    --expect-bufs), streams and SEQPACKET messages cut at buffer boundaries."""
+    n = 8 * MiB
+    sz = ",".join(map(str, SEQ_EDGE_SIZES))
+    msgs = 4 * len(SEQ_EDGE_SIZES)
+    nb = seq_bytes(SEQ_EDGE_SIZES, msgs)
+    return [
+        Case("span_h2g", f"vsock-tool listen 6300 --recv {n} --peer-seed 31",
+             ["connect", "6300", "--send", str(n), "--seed", "31"], host_when="listening",
+             check=lambda c, g, h: check_h2g(c, g, h, n)),
+        Case("span_both", f"vsock-tool connect 2:6301 --send {n} --recv {n} --peer-seed 32 --seed 33",
+             ["listen", "6301", "--recv", "--send", str(n), "--seed", "32"],
+             check=lambda c, g, h: check_both(c, g, h, n, n)),
+        Case("seq_edges", f"vsock-tool connect 2:6302 --type seqpacket --send {msgs} --recv {msgs} "
+             f"--msg-sizes {sz} --peer-seed 34 --seed 35",
+             ["listen", "6302", "--type", "seqpacket", "--recv", "--send", str(msgs), "--msg-sizes", sz,
+              "--seed", "34"], check=lambda c, g, h: check_seqpacket(c, g, h, msgs, nb)),
+    ]
+
+
+FAULT_PORT = 6200
+VICTIM_CONNS = 64
+VICTIM_BYTES = 192 * 1024  # per connection, under the guest's 256 KiB buf_alloc
+LEAK_SLACK_KB = 3072  # MemFree may drop this much; the victim step would pin 12 MiB if leaked
+BAD_SIGNS = re.compile(r"Oops|BUG:|WARNING:|Call Trace|general protection|Kernel panic")
+# What the guest driver (patch 0004, virtio_vsock_rx_mergeable()) must say for each lie.
+FAULT_WARNINGS = {
+    "bad-num-buffers=zero": r"rx: bad num_buffers 0\b",
+    "bad-num-buffers=over": r"rx: buffer \d+ of \d+ overruns the packet|rx: \d+ of \d+ buffers missing",
+    "bad-num-buffers=ring": r"rx: bad num_buffers (1[89]|[2-9]\d|\d{3,})\b",
+    "bad-hdr-len=over": r"rx: packet of \d+ bytes in \d+ buffers holds \d+",
+    "bad-hdr-len=under": r"rx: buffer \d+ of \d+ overruns the packet",
+}
+
+
+def mem_free_kb(c):
+    for line in c.lines:
+        m = re.match(r"SKIFF-MEM free_kb=(\d+)", line)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def check_victim(c, g, h, fault):
+    # Every data packet to FAULT_PORT lied: the guest must drop all of them (no byte
+    # delivered) and its receiver must end, by EOF or by its own timeout. A timeout is a
+    # legal outcome: once a packet's layout is a lie the guest cannot know where the next
+    # packet starts, so the rest of the lying packet's buffers are read as packet starts
+    # (and dropped as such), or, with num_buffers one too many, the next buffer is taken
+    # with it; either can swallow a following header-only packet (a SHUTDOWN or a REQUEST),
+    # which leaves that victim connection waiting. The host side must end too (any status).
+    if g.get("status") == "ok":
+        return "guest victim receiver says ok: the lying packets were accepted"
+    if g.get("where") != "timeout" and int(g.get("received", -1)) != 0:
+        return f"guest received {g.get('received')} bytes from lying packets (want 0)"
+    if "status" not in h:
+        return "host victim peer gave no summary (hung?)"
+    return None
+
+
+def make_fault_cases(fault):
+    n = 8 * MiB
+    mem = "sed -n 's/^MemFree: *\\([0-9]*\\) kB/SKIFF-MEM free_kb=\\1/p' /proc/meminfo"
+    cases = [
+        # The same traffic as after the lies, so that MemFree is compared between like states.
+        Case("warm", f"vsock-tool connect 2:6201 --conns 2 --send {n} --recv {n} --peer-seed 41 --seed 42",
+             ["listen", "6201", "--conns", "2", "--recv", "--send", str(n), "--seed", "41"],
+             check=lambda c, g, h: check_both(c, g, h, 2 * n, 2 * n)),
+        Case("warm_h2g", f"vsock-tool listen 6204 --recv {n} --peer-seed 47",
+             ["connect", "6204", "--send", str(n), "--seed", "47"], host_when="listening",
+             check=lambda c, g, h: check_h2g(c, g, h, n)),
+        Case("mem_before", mem, summary=False,
+             check=lambda c, g, h: None if mem_free_kb(c) else "no MemFree line"),
+        Case("victim", f"vsock-tool listen {FAULT_PORT} --conns {VICTIM_CONNS} --recv {VICTIM_BYTES} "
+             "--peer-seed 43 --timeout 15",
+             ["connect", str(FAULT_PORT), "--conns", str(VICTIM_CONNS), "--send", str(VICTIM_BYTES), "--seed", "43",
+              "--allow-reset"], host_when="listening", check=lambda c, g, h: check_victim(c, g, h, fault)),
+        # After the lies: connections keep moving checked data both ways, through many
+        # more RX buffers than the ring holds (it must keep being refilled).
+        Case("after", f"vsock-tool connect 2:6202 --conns 2 --send {n} --recv {n} --peer-seed 44 --seed 45",
+             ["listen", "6202", "--conns", "2", "--recv", "--send", str(n), "--seed", "44"],
+             check=lambda c, g, h: check_both(c, g, h, 2 * n, 2 * n)),
+        Case("after_h2g", f"vsock-tool listen 6203 --recv {n} --peer-seed 46",
+             ["connect", "6203", "--send", str(n), "--seed", "46"], host_when="listening",
+             check=lambda c, g, h: check_h2g(c, g, h, n)),
+        Case("mem_after", mem, summary=False, check=None),
+        Case("dmesg", "dmesg | sed 's/^/SKIFF-DMESG /'", summary=False, check=None),
+    ]
+    by = {c.name: c for c in cases}
+
+    def check_mem(c, g, h):
+        a, b = mem_free_kb(by["mem_before"]), mem_free_kb(c)
+        if a is None or b is None:
+            return "no MemFree line"
+        if a - b > LEAK_SLACK_KB:
+            return f"MemFree fell by {a - b} KiB across the lying packets (leak? slack {LEAK_SLACK_KB})"
+        return None
+
+    def check_dmesg(c, g, h):
+        log = [ln[len("SKIFF-DMESG "):] for ln in c.lines if ln.startswith("SKIFF-DMESG ")]
+        if not log:
+            return "no dmesg output"
+        want = FAULT_WARNINGS[fault]
+        if not any(re.search(want, ln) for ln in log):
+            return f"the guest never reported the lie ({want!r} not in dmesg)"
+        return None
+
+    by["mem_after"].check = check_mem
+    by["dmesg"].check = check_dmesg
+    return cases
+
+
 def make_cases(full, vmm):
     cases = []
     big = 64 * MiB if full else 4 * MiB
@@ -176,7 +316,13 @@ class Runner:
         self.work = tempfile.mkdtemp(prefix="skiff-e2e-", dir="/tmp")
         self.vsock_sock = os.path.join(self.work, "vu.sock")
         self.uds = os.path.join(self.work, "h.sock")
-        cases = [c for c in make_cases(a.set == "full", a.vmm) if not a.only or c.name in a.only]
+        if a.set == "span":
+            made = make_span_cases()
+        elif a.set == "fault":
+            made = make_fault_cases(a.test_fault.split(",")[0])
+        else:
+            made = make_cases(a.set == "full", a.vmm)
+        cases = [c for c in made if not a.only or c.name in a.only]
         self.skipped = [c for c in cases if c.name in KNOWN_BROKEN and not a.all and not a.only]
         self.cases = [c for c in cases if c not in self.skipped]
         self.lock = threading.Lock()
@@ -286,6 +432,8 @@ class Runner:
             self.steps += 1
             return
         cur = self.current
+        if cur:
+            cur.lines.append(line)
         m = re.match(r"SKIFF-RESULT step=\d+ rc=(\S+)", line)
         if m and cur:
             cur.guest_rc = m.group(1)
@@ -320,8 +468,13 @@ class Runner:
     def run(self):
         a = self.a
         t0 = time.monotonic()
+        extra = ["--verbose"] if a.verbose else []
+        if a.rx_pkt_max:
+            extra += ["--rx-pkt-max", str(a.rx_pkt_max)]
+        if a.test_fault:
+            extra += ["--test-fault", a.test_fault]
         dev = subprocess.Popen([a.skiff_vsock, "--socket", self.vsock_sock, "--cid", str(GUEST_CID),
-                                "--uds", self.uds, "--mrg-rxbuf", a.mrg_rxbuf] + (["--verbose"] if a.verbose else []),
+                                "--uds", self.uds, "--mrg-rxbuf", a.mrg_rxbuf] + extra,
                                stderr=open(os.path.join(self.work, "skiff-vsock.log"), "w"))
         self.procs.append(dev)
         deadline = time.monotonic() + 10
@@ -360,6 +513,25 @@ class Runner:
         leftovers = [p for p in (self.vsock_sock, self.uds) if os.path.exists(p)]
         return self.report(alive, rc, leftovers, t_guest)
 
+    def check_packets(self):
+        """--expect-bufs N: the device's rx_chains_max (printed on SIGTERM: the most RX
+        buffers one host-to-guest packet took) must be exactly N. Returns failures."""
+        n = self.a.expect_bufs
+        if not n:
+            return 0
+        log = self.tail("skiff-vsock.log", 50)
+        m = re.search(r"rx_chains_max (\d+)", log)
+        c = re.search(r"rx_pkts (\d+) rx_bytes (\d+)", log)
+        if not m or not c:
+            print("FAIL packets: no device counters in the skiff-vsock log")
+            return 1
+        got, pkts, nbytes = int(m.group(1)), int(c.group(1)), int(c.group(2))
+        ok = got == n
+        print(f"{'PASS' if ok else 'FAIL'} packets: {pkts} host-to-guest packets, {nbytes} bytes "
+              f"(mean {nbytes / max(pkts, 1):.0f} B), rx-pkt-max {self.a.rx_pkt_max or 'none'}: the largest "
+              f"took {got} RX buffer(s), want {n}")
+        return 0 if ok else 1
+
     def tail(self, name, n=15):
         try:
             with open(os.path.join(self.work, name)) as f:
@@ -371,7 +543,7 @@ class Runner:
         failed = 0
         boots = self.boots
         for c in self.cases:
-            if c.guest_sum is None and c.name != "reboot_live_conns":
+            if c.guest_sum is None and c.summary and c.name != "reboot_live_conns":
                 c.error = "guest printed no VSOCK-TOOL summary (case did not run?)"
             elif c.host and c.host_sum is None:
                 c.error = "host uds-peer printed no summary"
@@ -393,6 +565,11 @@ class Runner:
         if not alive or rc != 0 or leftovers:
             failed += 1
             print(f"FAIL skiff-vsock: alive after guest={alive} exit on SIGTERM={rc} leftovers={leftovers}")
+        bad = [ln for ln in self.console if BAD_SIGNS.search(ln)]
+        if bad:
+            failed += 1
+            print("FAIL guest kernel trouble on the console: " + " | ".join(bad[:5]))
+        failed += self.check_packets()
         want_boots = 2 if any(c.name == "reboot_live_conns" for c in self.cases) else 1
         if boots != want_boots:
             failed += 1
@@ -425,7 +602,13 @@ def main():
     ap.add_argument("--vsock-tool", required=True)
     ap.add_argument("--uds-peer", required=True)
     ap.add_argument("--mrg-rxbuf", choices=["on", "off"], default="on")
-    ap.add_argument("--set", choices=["full", "smoke"], default="full")
+    ap.add_argument("--set", choices=["full", "smoke", "span", "fault"], default="full",
+                    help="span: packets over N buffers and SEQPACKET edges (with --rx-pkt-max); "
+                    "fault: a lying device (needs --test-fault)")
+    ap.add_argument("--rx-pkt-max", type=int, default=0, help="skiff-vsock --rx-pkt-max")
+    ap.add_argument("--expect-bufs", type=int, default=0,
+                    help="check the device's mean packet payload shows packets of this many buffers")
+    ap.add_argument("--test-fault", default="", help="skiff-vsock --test-fault (test-only lying device)")
     ap.add_argument("--timeout", type=int, default=240)
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--only", action="append", help="run only this case (repeatable)")
@@ -445,6 +628,9 @@ def main():
         if not os.path.exists(p):
             print(f"guest_e2e: FAIL: {what} missing at {p} (kernels: scripts/build-kernels.sh)")
             return 1
+    if a.set == "fault" and a.test_fault.split(",")[0] not in FAULT_WARNINGS:
+        print(f"guest_e2e: --set fault needs --test-fault one of {', '.join(FAULT_WARNINGS)}")
+        return 2
     r = Runner(a)
     try:
         return r.run()

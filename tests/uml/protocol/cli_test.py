@@ -54,9 +54,16 @@ for bad in (["--cid", "2", "--socket", "/tmp/x", "--uds", "/tmp/y"], ["--socket"
             ["--cid", "3", "--socket", "/tmp/x", "--uds", "/tmp/y", "--mrg-rxbuf", "maybe"],
             ["--cid", "4294967295", "--socket", "/tmp/x", "--uds", "/tmp/y"], ["--bogus"],
             ["--cid", "3", "--socket", "/tmp/x", "--uds", "/tmp/y", "--seccomp", "maybe"],
-            ["--guest", "socket=/tmp/x,cid=3", "--seccomp", "strict"]):
+            ["--guest", "socket=/tmp/x,cid=3", "--seccomp", "strict"],
+            *(["--cid", "3", "--socket", "/tmp/x", "--uds", "/tmp/y", "--test-fault", f]
+              for f in ("bad-num-buffers", "bad-num-buffers=", "bad-num-buffers=zeros", "bad-hdr-len=zero",
+                        "bad-num-buffers=over,", "bad-num-buffers=over,port=", "bad-num-buffers=over,port=0",
+                        "bad-num-buffers=over,port=4294967296", "bad-num-buffers=over,prt=5"))):
     r = subprocess.run([BIN, *bad], capture_output=True, text=True)
     expect(r.returncode == 64, f"bad arguments {bad} exit 64 (EX_USAGE) (got {r.returncode})")
+
+r = subprocess.run([BIN, "--help"], capture_output=True, text=True)
+expect("--test-fault" in r.stdout and "TEST ONLY" in r.stdout, "--help documents --test-fault as test only")
 
 with tempfile.TemporaryDirectory(prefix="vu-cli-") as d:
     p, s = start(d, "--mrg-rxbuf", "off")

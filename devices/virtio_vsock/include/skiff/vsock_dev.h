@@ -87,6 +87,16 @@ enum vsock_thread_kind {
 typedef int (*vsock_spawn_fn)(void *opaque, enum vsock_thread_kind kind, pthread_t *thread,
 			      void *(*fn)(void *), void *arg);
 
+/* vsock_dev_config.test_fault: what the lying RW packet header says. */
+enum vsock_test_fault {
+	VSOCK_TEST_FAULT_NONE = 0,
+	VSOCK_TEST_FAULT_NUMBUF_ZERO, /* num_buffers = 0 */
+	VSOCK_TEST_FAULT_NUMBUF_OVER, /* num_buffers = chains used + 1 */
+	VSOCK_TEST_FAULT_NUMBUF_RING, /* num_buffers = RX queue size + 1 */
+	VSOCK_TEST_FAULT_LEN_OVER, /* hdr.len = bytes written + 1 */
+	VSOCK_TEST_FAULT_LEN_UNDER, /* hdr.len = bytes written - 1 (payload >= 1) */
+};
+
 struct vsock_dev_config {
 	/* Guest CID, >= 3 and < 2^32 - 1 (VMADDR_CID_ANY). */
 	uint64_t guest_cid;
@@ -127,6 +137,15 @@ struct vsock_dev_config {
 	 * that must show the guest packets of a given size.
 	 */
 	uint32_t rx_pkt_max;
+	/*
+	 * Test only (never set outside tests): make the header of every RX RW
+	 * packet to guest port test_fault_port (0: any port) lie about the
+	 * packet's layout, as a broken or hostile device would, while the used
+	 * ring entries stay true. Applies only when MRG_RXBUF is negotiated
+	 * (num_buffers exists only then). See enum vsock_test_fault.
+	 */
+	unsigned int test_fault;
+	uint32_t test_fault_port;
 	/* Interrupt output; see vsock_notify_fn. */
 	vsock_notify_fn notify;
 	void *notify_opaque;
@@ -174,6 +193,7 @@ struct vsock_dev_counters {
 	uint64_t conns_opened;
 	uint64_t conns_closed;
 	uint64_t dev_resets; /* vsock_dev_reset() calls */
+	uint64_t rx_chains_max; /* most RX chains one packet took (MRG_RXBUF), a maximum */
 };
 
 /*
@@ -217,8 +237,7 @@ uint64_t vsock_dev_features(const struct vsock_dev *dev);
  * space (struct virtio_vsock_config, little endian) into @buf.
  * Return: 0; -EINVAL when [offset, offset + len) is outside the config space.
  */
-int vsock_dev_read_config(const struct vsock_dev *dev, uint32_t offset, void *buf,
-			  uint32_t len);
+int vsock_dev_read_config(const struct vsock_dev *dev, uint32_t offset, void *buf, uint32_t len);
 
 /*
  * vsock_dev_set_features() - the features the driver accepted.
