@@ -13,6 +13,7 @@
  * si_syscall and si_arch name the call).
  */
 #include <errno.h>
+#include <malloc.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -229,8 +230,17 @@ static void *warm_arena(void *unused)
 
 static void warm_malloc(void)
 {
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	pthread_t t;
 
+	/*
+	 * Once more than 8 arenas exist, the next thread that needs one makes
+	 * glibc size the arena limit from /sys/devices/system/cpu/online
+	 * (arena_get2(), malloc/arena.c): an open under whatever filter that
+	 * thread has. Setting the limit here, to glibc's own default of 8 per
+	 * online CPU, means that file is never read later.
+	 */
+	mallopt(M_ARENA_MAX, (int)(8 * (cpus > 0 ? cpus : 1)));
 	if (!pthread_create(&t, NULL, warm_arena, NULL))
 		pthread_join(t, NULL);
 }
