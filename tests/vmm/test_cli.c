@@ -141,6 +141,36 @@ START_TEST(elf_not_linux)
 }
 END_TEST
 
+/*
+ * A user-mode Linux binary (ELF, "Linux" notes, linked low) is not an x86-64
+ * kernel: refused with the x86_64 hint, not booted. Uses the UML kernel of
+ * scripts/build-kernels.sh when the cache has one (the guest tests build it).
+ */
+START_TEST(uml_binary_refused)
+{
+	char cmd[512], path[4096] = "";
+	FILE *f;
+
+	if (!kvm_present())
+		return;
+	snprintf(cmd, sizeof(cmd),
+		 "%s/scripts/build-kernels.sh --print-path baseline um 2>/dev/null", SOURCE_DIR);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	if (!fgets(path, sizeof(path), f))
+		path[0] = 0;
+	if (pclose(f) != 0 || !path[0]) {
+		printf("uml_binary_refused: no cached UML kernel, case skipped\n");
+		return;
+	}
+	path[strcspn(path, "\n")] = 0;
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", path, "--mem", "64M", NULL), 64);
+	has("not a Linux kernel");
+	has("user-mode Linux");
+	has("--print-path VARIANT x86_64");
+}
+END_TEST
+
 /* "skiff --kernel X": the run command is missing; the message says the full command. */
 START_TEST(no_subcommand)
 {
@@ -358,6 +388,7 @@ int main(void)
 	tcase_add_test(tc, unreadable_kernel);
 	tcase_add_test(tc, unknown_format);
 	tcase_add_test(tc, elf_not_linux);
+	tcase_add_test(tc, uml_binary_refused);
 	tcase_add_test(tc, no_subcommand);
 	tcase_add_test(tc, vsock_backend_usage_status);
 	tcase_add_test(tc, bad_sizes_and_counts);

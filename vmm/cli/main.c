@@ -141,10 +141,11 @@ static int kernel_error(const char *path, int err, bool tiny)
 		break;
 	case -EMEDIUMTYPE:
 		fprintf(stderr,
-			"skiff: '%s' is an x86-64 ELF file but not a Linux kernel (it has no "
-			"\"Linux\" ELF note, which every vmlinux has); to boot a tiny test guest "
-			"add --tiny-guest, to boot Linux pass vmlinux or arch/x86/boot/bzImage from "
-			"a kernel build\n",
+			"skiff: '%s' is an x86-64 ELF file but not a Linux kernel (every vmlinux has "
+			"a \"Linux\" ELF note and is linked in the upper half; a user-mode Linux "
+			"binary is linked low); to boot a tiny test guest add --tiny-guest, to boot "
+			"Linux pass vmlinux or arch/x86/boot/bzImage from an x86_64 kernel build "
+			"(scripts/build-kernels.sh --print-path VARIANT x86_64)\n",
 			path);
 		break;
 	default:

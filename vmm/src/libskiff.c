@@ -217,9 +217,43 @@ out:
 }
 
 /*
- * An ELF file that passed the Linux probe must also be a Linux kernel: a
- * vmlinux carries "Linux" ELF notes, a tiny guest or a user program does
- * not (and would otherwise be entered with the 64-bit boot protocol).
+ * Does one PT_LOAD of the ELF64 file whose first @len bytes are @head sit in
+ * the upper half of the address space, as every x86-64 vmlinux's does
+ * (arch/x86/kernel/vmlinux.lds.S links at __START_KERNEL_map)? A user-mode
+ * Linux binary carries "Linux" notes too but is linked low, like any
+ * program. Program headers beyond @head count as "no".
+ */
+static bool elf_linked_high(const uint8_t *head, size_t len)
+{
+	uint64_t phoff;
+	uint16_t phentsize, phnum, i;
+
+	if (len < 64)
+		return false;
+	memcpy(&phoff, head + 32, sizeof(phoff));
+	memcpy(&phentsize, head + 54, sizeof(phentsize));
+	memcpy(&phnum, head + 56, sizeof(phnum));
+	if (phentsize < 56 || phoff > len)
+		return false;
+	for (i = 0; i < phnum && (len - phoff) / phentsize > i; i++) {
+		const uint8_t *ph = head + phoff + (size_t)i * phentsize;
+		uint32_t type;
+		uint64_t vaddr;
+
+		memcpy(&type, ph, sizeof(type));
+		memcpy(&vaddr, ph + 16, sizeof(vaddr));
+		if (type == 1 /* PT_LOAD */ && vaddr >= 0xffff800000000000ull)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * An ELF file that passed the Linux probe must also be an x86-64 Linux
+ * kernel: a vmlinux carries "Linux" ELF notes and is linked in the upper
+ * half; a tiny guest or a user program has no such note, a user-mode Linux
+ * binary is linked low. Either would otherwise be entered with the 64-bit
+ * boot protocol. Return: 0, -EMEDIUMTYPE, or -errno from open/read.
  */
 static int elf_is_linux(const char *path, const uint8_t *head, size_t len)
 {
@@ -232,7 +266,7 @@ static int elf_is_linux(const char *path, const uint8_t *head, size_t len)
 	close(fd);
 	if (found < 0)
 		return found;
-	return found ? 0 : -EMEDIUMTYPE;
+	return found && elf_linked_high(head, len) ? 0 : -EMEDIUMTYPE;
 }
 
 int skiff_vm_set_kernel(struct skiff_vm *h, const char *path, enum skiff_kernel_kind kind)
