@@ -513,8 +513,14 @@ int main(int argc, char **argv)
 		}
 		ret = vu_server_listen(g->sock_path, &g->listen_fd);
 		if (ret) {
-			fprintf(stderr, "skiff-vsock: listen on %s: %s\n", g->sock_path,
-				strerror(-ret));
+			fprintf(stderr, "skiff-vsock: listen on %s: %s%s\n", g->sock_path,
+				strerror(-ret),
+				ret == -ENOENT ?
+					" (its directory does not exist; create it first)" :
+				ret == -EEXIST ?
+					" (a file that is not a socket is there; remove it)" :
+				ret == -EADDRINUSE ? " (another process listens there)" :
+						     "");
 			goto out;
 		}
 		if (verbose)

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "le_bytes.h"
 #include "acpi.h"
 
 #define HDR_LEN 36 /* System Description Table Header, ACPI 6.0 table 5-29 */
@@ -48,24 +49,6 @@
 #define MADT_LAPIC_NMI 4
 #define MADT_PCAT_COMPAT 1u
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)v);
-	put16(p + 2, (uint16_t)(v >> 16));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)v);
-	put32(p + 4, (uint32_t)(v >> 32));
-}
-
 /* The byte that makes @len bytes (that byte counted as 0) sum to 0 mod 256. */
 static uint8_t acpi_checksum(const uint8_t *p, size_t len)
 {
@@ -80,13 +63,13 @@ static uint8_t acpi_checksum(const uint8_t *p, size_t len)
 static void header(uint8_t *t, const char sig[4], uint32_t len, uint8_t rev, const char id[8])
 {
 	memcpy(t, sig, 4);
-	put32(t + 4, len);
+	le_put32(t + 4, len);
 	t[8] = rev;
 	memcpy(t + 10, "SKIFF ", 6); /* OEMID */
 	memcpy(t + 16, id, 8); /* OEM table id */
-	put32(t + 24, 1); /* OEM revision */
+	le_put32(t + 24, 1); /* OEM revision */
 	memcpy(t + 28, "SKIF", 4); /* creator id */
-	put32(t + 32, 1); /* creator revision */
+	le_put32(t + 32, 1); /* creator revision */
 }
 
 static void seal(uint8_t *t)
@@ -105,33 +88,33 @@ static void gas_io(uint8_t *p, uint8_t bits, uint8_t access, uint16_t port)
 	p[1] = bits;
 	p[2] = 0; /* bit offset */
 	p[3] = access;
-	put64(p + 4, port);
+	le_put64(p + 4, port);
 }
 
 static void build_fadt(uint8_t *t, uint32_t facs, uint32_t dsdt)
 {
 	header(t, "FACP", FADT_LEN, 6, "SKIFFACP");
-	put32(t + 36, facs); /* FIRMWARE_CTRL */
-	put32(t + 40, dsdt); /* DSDT */
+	le_put32(t + 36, facs); /* FIRMWARE_CTRL */
+	le_put32(t + 40, dsdt); /* DSDT */
 	t[45] = 0; /* preferred PM profile: unspecified */
-	put16(t + 46, ACPI_SCI_IRQ); /* SCI_INT: never raised, but Linux wants one */
-	put32(t + 48, 0); /* SMI_CMD 0: always in ACPI mode, no SMM handshake */
-	put32(t + 56, ACPI_PM1A_EVT_PORT); /* PM1a_EVT_BLK */
-	put32(t + 64, ACPI_PM1A_CNT_PORT); /* PM1a_CNT_BLK */
+	le_put16(t + 46, ACPI_SCI_IRQ); /* SCI_INT: never raised, but Linux wants one */
+	le_put32(t + 48, 0); /* SMI_CMD 0: always in ACPI mode, no SMM handshake */
+	le_put32(t + 56, ACPI_PM1A_EVT_PORT); /* PM1a_EVT_BLK */
+	le_put32(t + 64, ACPI_PM1A_CNT_PORT); /* PM1a_CNT_BLK */
 	t[88] = ACPI_PM1_EVT_LEN;
 	t[89] = ACPI_PM1_CNT_LEN;
 	/* PM timer, PM2 and GPE blocks: absent (address and length 0). */
-	put16(t + 96, 101); /* P_LVL2_LAT > 100: no C2 */
-	put16(t + 98, 1001); /* P_LVL3_LAT > 1000: no C3 */
-	put16(t + 109, IAPC_LEGACY_DEVICES | IAPC_VGA_NOT_PRESENT | IAPC_MSI_NOT_SUPPORTED |
-			       IAPC_CMOS_RTC_NOT_PRESENT);
-	put32(t + 112, FADT_F_WBINVD | FADT_F_PROC_C1 | FADT_F_PWR_BUTTON | FADT_F_SLP_BUTTON |
-			       FADT_F_RESET_REG_SUP);
+	le_put16(t + 96, 101); /* P_LVL2_LAT > 100: no C2 */
+	le_put16(t + 98, 1001); /* P_LVL3_LAT > 1000: no C3 */
+	le_put16(t + 109, IAPC_LEGACY_DEVICES | IAPC_VGA_NOT_PRESENT | IAPC_MSI_NOT_SUPPORTED |
+				  IAPC_CMOS_RTC_NOT_PRESENT);
+	le_put32(t + 112, FADT_F_WBINVD | FADT_F_PROC_C1 | FADT_F_PWR_BUTTON | FADT_F_SLP_BUTTON |
+				  FADT_F_RESET_REG_SUP);
 	gas_io(t + 116, 8, GAS_ACCESS_BYTE, ACPI_RESET_PORT); /* RESET_REG */
 	t[128] = ACPI_RESET_VALUE;
 	t[131] = 0; /* FADT minor version: ACPI 6.0 */
-	put64(t + 132, facs); /* X_FIRMWARE_CTRL */
-	put64(t + 140, dsdt); /* X_DSDT */
+	le_put64(t + 132, facs); /* X_FIRMWARE_CTRL */
+	le_put64(t + 140, dsdt); /* X_DSDT */
 	gas_io(t + 148, 8 * ACPI_PM1_EVT_LEN, GAS_ACCESS_WORD, ACPI_PM1A_EVT_PORT);
 	gas_io(t + 172, 8 * ACPI_PM1_CNT_LEN, GAS_ACCESS_WORD, ACPI_PM1A_CNT_PORT);
 	/* SLEEP_CONTROL_REG / SLEEP_STATUS_REG (244, 256): hardware-reduced only, 0. */
@@ -142,7 +125,7 @@ static void build_fadt(uint8_t *t, uint32_t facs, uint32_t dsdt)
 static void build_facs(uint8_t *t)
 {
 	memcpy(t, "FACS", 4);
-	put32(t + 4, FACS_LEN);
+	le_put32(t + 4, FACS_LEN);
 	t[32] = 2; /* version; no checksum, no waking vector, no global lock owner */
 }
 
@@ -176,8 +159,8 @@ static uint8_t *madt_override(uint8_t *p, uint8_t irq, uint32_t gsi, uint16_t fl
 	p[1] = 10;
 	p[2] = 0; /* bus: ISA */
 	p[3] = irq;
-	put32(p + 4, gsi);
-	put16(p + 8, flags);
+	le_put32(p + 4, gsi);
+	le_put16(p + 8, flags);
 	return p + 10;
 }
 
@@ -198,28 +181,28 @@ static void build_madt(uint8_t *t, unsigned int ncpus)
 	unsigned int i;
 
 	header(t, "APIC", (uint32_t)madt_len(ncpus), 4, "SKIFFAPC");
-	put32(t + 36, LAPIC_GPA);
-	put32(t + 40, MADT_PCAT_COMPAT); /* dual 8259 present (KVM's in-kernel PIC) */
+	le_put32(t + 36, LAPIC_GPA);
+	le_put32(t + 40, MADT_PCAT_COMPAT); /* dual 8259 present (KVM's in-kernel PIC) */
 	for (i = 0; i < ncpus; i++, p += 8) {
 		p[0] = MADT_LAPIC;
 		p[1] = 8;
 		p[2] = (uint8_t)i; /* ACPI processor UID */
 		p[3] = (uint8_t)i; /* APIC id */
-		put32(p + 4, 1); /* enabled */
+		le_put32(p + 4, 1); /* enabled */
 	}
 	p[0] = MADT_IOAPIC;
 	p[1] = 12;
 	p[2] = (uint8_t)ncpus; /* IOAPIC id: after the CPUs, as in the MP table */
 	p[3] = 0;
-	put32(p + 4, IOAPIC_GPA);
-	put32(p + 8, 0); /* GSI base */
+	le_put32(p + 4, IOAPIC_GPA);
+	le_put32(p + 8, 0); /* GSI base */
 	p += 12;
 	p = madt_override(p, 0, 2, 0); /* flags 0: conforms to the ISA bus */
 	p = madt_override(p, ACPI_SCI_IRQ, ACPI_SCI_IRQ, 0x000d); /* active high, level */
 	p[0] = MADT_LAPIC_NMI;
 	p[1] = 6;
 	p[2] = 0xff; /* all processors */
-	put16(p + 3, 0); /* flags: conform */
+	le_put16(p + 3, 0); /* flags: conform */
 	p[5] = 1; /* LINT1 */
 	seal(t);
 }
@@ -253,17 +236,17 @@ int x86_acpi_build(uint8_t *buf, size_t len, uint64_t gpa, unsigned int ncpus, s
 
 	x = buf + xsdt;
 	header(x, "XSDT", HDR_LEN + 8 * XSDT_ENTRIES, 1, "SKIFFXSD");
-	put64(x + HDR_LEN, gpa + fadt);
-	put64(x + HDR_LEN + 8, gpa + madt);
+	le_put64(x + HDR_LEN, gpa + fadt);
+	le_put64(x + HDR_LEN + 8, gpa + madt);
 	seal(x);
 
 	/* RSDP (table 5-27): the first 20 bytes have their own checksum. */
 	memcpy(buf, "RSD PTR ", 8);
 	memcpy(buf + 9, "SKIFF ", 6);
 	buf[15] = 2; /* revision: ACPI 2.0+ layout, XSDT used */
-	put32(buf + 16, 0); /* no RSDT */
-	put32(buf + 20, RSDP_LEN);
-	put64(buf + 24, gpa + xsdt);
+	le_put32(buf + 16, 0); /* no RSDT */
+	le_put32(buf + 20, RSDP_LEN);
+	le_put64(buf + 24, gpa + xsdt);
 	buf[8] = acpi_checksum(buf, 20);
 	buf[32] = acpi_checksum(buf, RSDP_LEN);
 	*used = end;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "le_bytes.h"
 #include "elf_load.h"
 #include "x86.h"
 
@@ -19,45 +20,17 @@
 #define KERNEL_MAP_BASE 0xffffffff80000000ull /* __START_KERNEL_map */
 #define ELF_INITRD_ADDR_MAX 0x7fffffffull
 
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)get16(p) | (uint32_t)get16(p + 2) << 16;
-}
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)v);
-	put16(p + 2, (uint16_t)(v >> 16));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)v);
-	put32(p + 4, (uint32_t)(v >> 32));
-}
-
 static bool is_bzimage(const uint8_t *img, size_t len)
 {
-	return len >= 0x270 && get16(img + ZP_BOOT_FLAG) == 0xaa55 &&
+	return len >= 0x270 && le_get16(img + ZP_BOOT_FLAG) == 0xaa55 &&
 	       !memcmp(img + ZP_HEADER, "HdrS", 4);
 }
 
 int x86_linux_probe(const uint8_t *img, size_t len)
 {
 	if (is_bzimage(img, len)) {
-		if (get16(img + ZP_VERSION) < BZ_MIN_VERSION ||
-		    !(get16(img + ZP_XLOADFLAGS) & XLF_KERNEL_64))
+		if (le_get16(img + ZP_VERSION) < BZ_MIN_VERSION ||
+		    !(le_get16(img + ZP_XLOADFLAGS) & XLF_KERNEL_64))
 			return -ENOEXEC;
 		return 0;
 	}
@@ -69,9 +42,9 @@ static void e820_add(uint8_t *zp, uint64_t addr, uint64_t size, uint32_t type)
 	uint8_t n = zp[ZP_E820_ENTRIES];
 	uint8_t *e = zp + ZP_E820_TABLE + 20u * n;
 
-	put64(e, addr);
-	put64(e + 8, size);
-	put32(e + 16, type);
+	le_put64(e, addr);
+	le_put64(e + 8, size);
+	le_put32(e + 16, type);
 	zp[ZP_E820_ENTRIES] = (uint8_t)(n + 1);
 }
 
@@ -93,7 +66,7 @@ static int load_bzimage(const struct guest_mem *mem, const uint8_t *img, size_t 
 	memcpy(zp + ZP_SETUP_SECTS, img + ZP_SETUP_SECTS, hdr_end - ZP_SETUP_SECTS);
 
 	/* The decompressor needs init_size bytes from the load address. */
-	need = get32(img + ZP_INIT_SIZE);
+	need = le_get32(img + ZP_INIT_SIZE);
 	if (need < len - setup_size)
 		need = len - setup_size;
 	if (!guest_mem_ptr(mem, X86_KERNEL_LOAD_GPA, need))
@@ -101,13 +74,13 @@ static int load_bzimage(const struct guest_mem *mem, const uint8_t *img, size_t 
 	err = guest_mem_write(mem, X86_KERNEL_LOAD_GPA, img + setup_size, len - setup_size);
 	if (err)
 		return -E2BIG;
-	put32(zp + ZP_CODE32_START, (uint32_t)X86_KERNEL_LOAD_GPA);
+	le_put32(zp + ZP_CODE32_START, (uint32_t)X86_KERNEL_LOAD_GPA);
 	zp[ZP_LOADFLAGS] |= LOADFLAGS_LOADED_HIGH | LOADFLAGS_CAN_USE_HEAP;
-	put16(zp + ZP_HEAP_END_PTR, 0xfe00);
+	le_put16(zp + ZP_HEAP_END_PTR, 0xfe00);
 	*entry = X86_KERNEL_LOAD_GPA + 0x200; /* startup_64 of the compressed kernel */
 	*end = X86_KERNEL_LOAD_GPA + need;
-	*initrd_max = get32(img + ZP_INITRD_ADDR_MAX);
-	*cmd_max = get32(img + ZP_CMDLINE_SIZE);
+	*initrd_max = le_get32(img + ZP_INITRD_ADDR_MAX);
+	*cmd_max = le_get32(img + ZP_CMDLINE_SIZE);
 	return 0;
 }
 
@@ -125,10 +98,10 @@ static int load_vmlinux(const struct guest_mem *mem, const uint8_t *img, size_t 
 		ei.entry -= KERNEL_MAP_BASE;
 	if (ei.entry < ei.lo || ei.entry >= ei.hi)
 		return -ENOEXEC;
-	put16(zp + ZP_BOOT_FLAG, 0xaa55);
+	le_put16(zp + ZP_BOOT_FLAG, 0xaa55);
 	memcpy(zp + ZP_HEADER, "HdrS", 4);
-	put16(zp + ZP_VERSION, BZ_MIN_VERSION);
-	put32(zp + ZP_KERNEL_ALIGNMENT, 0x1000000);
+	le_put16(zp + ZP_VERSION, BZ_MIN_VERSION);
+	le_put32(zp + ZP_KERNEL_ALIGNMENT, 0x1000000);
 	zp[ZP_LOADFLAGS] |= LOADFLAGS_LOADED_HIGH;
 	*entry = ei.entry;
 	*end = ei.hi;
@@ -164,10 +137,10 @@ int x86_linux_load(const struct guest_mem *mem, const uint8_t *img, size_t len,
 	err = guest_mem_write(mem, X86_CMDLINE_GPA, cmdline, cmd_len + 1);
 	if (err)
 		return err;
-	put32(zp + ZP_CMD_LINE_PTR, (uint32_t)X86_CMDLINE_GPA);
-	put32(zp + ZP_EXT_CMD_LINE_PTR, 0);
-	put32(zp + ZP_CMDLINE_SIZE, cmd_max);
-	put16(zp + ZP_VID_MODE, 0xffff); /* "normal" */
+	le_put32(zp + ZP_CMD_LINE_PTR, (uint32_t)X86_CMDLINE_GPA);
+	le_put32(zp + ZP_EXT_CMD_LINE_PTR, 0);
+	le_put32(zp + ZP_CMDLINE_SIZE, cmd_max);
+	le_put16(zp + ZP_VID_MODE, 0xffff); /* "normal" */
 	zp[ZP_TYPE_OF_LOADER] = 0xff; /* undefined boot loader */
 
 	if (initrd && initrd_len) {
@@ -184,8 +157,8 @@ int x86_linux_load(const struct guest_mem *mem, const uint8_t *img, size_t len,
 		err = guest_mem_write(mem, addr, initrd, initrd_len);
 		if (err)
 			return -E2BIG;
-		put32(zp + ZP_RAMDISK_IMAGE, (uint32_t)addr);
-		put32(zp + ZP_RAMDISK_SIZE, (uint32_t)initrd_len);
+		le_put32(zp + ZP_RAMDISK_IMAGE, (uint32_t)addr);
+		le_put32(zp + ZP_RAMDISK_SIZE, (uint32_t)initrd_len);
 	}
 
 	zp[ZP_E820_ENTRIES] = 0;
