@@ -546,28 +546,6 @@ bool route_rx_pending(const struct vsock_dev *dev)
 	return dev->route && atomic_load_explicit(&dev->route->rx_pending, memory_order_relaxed);
 }
 
-static uint32_t rx_hdr_len(const struct vsock_dev *dev)
-{
-	return dev_has_feature(dev, VIRTIO_VSOCK_F_MRG_RXBUF) ? VSOCK_MRG_HDR_LEN : VSOCK_HDR_LEN;
-}
-
-/* First reserved chain that can hold a header; shorter ones go back empty. */
-static struct rx_slot *usable_slot(struct pump *p, uint32_t hl)
-{
-	struct rx_slot *s;
-
-	if (p->done_n + ROUTE_MRG_MAX_CHAINS + 1 > RX_BATCH * 2)
-		done_flush(p);
-	while ((s = slot_get(p, 0)) && s->c.in_len < hl) {
-		CTR_ADD(p->dev, malformed_pkts, 1);
-		if (p->done_n + ROUTE_MRG_MAX_CHAINS + 1 > RX_BATCH * 2)
-			done_flush(p);
-		done_add(p, s->c.head, 0);
-		slots_consume(p, 1);
-	}
-	return s;
-}
-
 /*
  * Deliver what is left of @f: one RX packet per piece. Without MRG_RXBUF a
  * piece is what one chain holds after the header; with it, up to
@@ -585,7 +563,7 @@ static int deliver(struct pump *p, struct fwd_pkt *f)
 	do {
 		uint32_t left = f->hdr.len - f->off, room, piece, done, k, n = 1;
 		struct virtio_vsock_mrg_hdr m;
-		struct rx_slot *s = usable_slot(p, hl), *x;
+		struct rx_slot *s = slot_first_usable(p, ROUTE_MRG_MAX_CHAINS), *x;
 
 		if (!s)
 			return -EAGAIN;

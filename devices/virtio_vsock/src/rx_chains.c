@@ -240,3 +240,25 @@ int rx_send_hdr_now(struct vsock_dev *dev, const struct virtio_vsock_hdr *h)
 		CTR_ADD(dev, rx_pkts, 1);
 	return ret;
 }
+
+uint32_t rx_hdr_len(const struct vsock_dev *dev)
+{
+	return dev_has_feature(dev, VIRTIO_VSOCK_F_MRG_RXBUF) ? VSOCK_MRG_HDR_LEN : VSOCK_HDR_LEN;
+}
+
+struct rx_slot *slot_first_usable(struct pump *p, unsigned int max_chains)
+{
+	uint32_t hl = rx_hdr_len(p->dev);
+	struct rx_slot *s;
+
+	if (p->done_n + max_chains + 1 > RX_BATCH * 2)
+		done_flush(p);
+	while ((s = slot_get(p, 0)) && s->c.in_len < hl) {
+		CTR_ADD(p->dev, malformed_pkts, 1);
+		if (p->done_n + max_chains + 1 > RX_BATCH * 2)
+			done_flush(p);
+		done_add(p, s->c.head, 0);
+		slots_consume(p, 1);
+	}
+	return s;
+}

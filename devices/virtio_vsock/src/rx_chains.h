@@ -30,6 +30,17 @@ void slots_consume(struct pump *p, unsigned int k);
 /* cache_return() - give the unused chains to the pool; wake starved pumps. */
 void cache_return(struct pump *p);
 
+/* rx_hdr_len() - bytes of header before an RX payload: with MRG_RXBUF, num_buffers too. */
+uint32_t rx_hdr_len(const struct vsock_dev *dev);
+
+/*
+ * slot_first_usable() - the first reserved chain long enough for a header
+ * (rx_hdr_len()); shorter ones are returned empty and counted malformed.
+ * Flushes used entries first so that a packet of up to @max_chains chains
+ * fits the done list. Return: NULL when the RX queue is out of buffers.
+ */
+struct rx_slot *slot_first_usable(struct pump *p, unsigned int max_chains);
+
 /* done_add() - note a used entry; done_flush() publishes them and maybe interrupts. */
 void done_add(struct pump *p, uint16_t head, uint32_t len);
 void done_flush(struct pump *p);

@@ -152,31 +152,6 @@ void pump_rx_kicked(struct vsock_dev *dev)
 	}
 }
 
-static uint32_t hdr_len(const struct vsock_dev *dev)
-{
-	return dev_has_feature(dev, VIRTIO_VSOCK_F_MRG_RXBUF) ? VSOCK_MRG_HDR_LEN : VSOCK_HDR_LEN;
-}
-
-/*
- * The first usable chain for a packet: skips (returns empty) chains too
- * short for the header. Return: NULL when the RX queue is out of buffers.
- */
-static struct rx_slot *first_slot(struct pump *p)
-{
-	struct rx_slot *s;
-
-	if (p->done_n + PKT_MAX_CHAINS > RX_BATCH * 2)
-		done_flush(p);
-	while ((s = slot_get(p, 0)) && s->c.in_len < hdr_len(p->dev)) {
-		CTR_ADD(p->dev, malformed_pkts, 1);
-		if (p->done_n + PKT_MAX_CHAINS + 1 > RX_BATCH * 2)
-			done_flush(p);
-		done_add(p, s->c.head, 0);
-		slots_consume(p, 1);
-	}
-	return s;
-}
-
 /* Write header @h (host order) at the start of chain @s, plus num_buffers. */
 static void put_hdr(struct pump *p, struct rx_slot *s, struct virtio_vsock_hdr *h,
 		    uint16_t num_buffers)
@@ -186,7 +161,7 @@ static void put_hdr(struct pump *p, struct rx_slot *s, struct virtio_vsock_hdr *
 	m.hdr = *h;
 	pkt_hdr_to_le(&m.hdr);
 	m.num_buffers = htole16(num_buffers);
-	iov_write(s->c.iov + s->c.n_out, s->c.n_in, 0, &m, hdr_len(p->dev));
+	iov_write(s->c.iov + s->c.n_out, s->c.n_in, 0, &m, rx_hdr_len(p->dev));
 }
 
 /*
@@ -238,12 +213,12 @@ static void ctr_max(_Atomic uint64_t *ctr, uint64_t v)
 /* Send a header-only packet. Return: 0, or -EAGAIN when out of RX buffers. */
 static int emit_hdr(struct pump *p, struct virtio_vsock_hdr *h)
 {
-	struct rx_slot *s = first_slot(p);
+	struct rx_slot *s = slot_first_usable(p, PKT_MAX_CHAINS);
 
 	if (!s)
 		return -EAGAIN;
 	put_hdr(p, s, h, 1);
-	done_add(p, s->c.head, hdr_len(p->dev));
+	done_add(p, s->c.head, rx_hdr_len(p->dev));
 	slots_consume(p, 1);
 	CTR_ADD(p->dev, rx_pkts, 1);
 	if (h->op == VIRTIO_VSOCK_OP_RST)
@@ -327,7 +302,7 @@ static int emit_rw(struct pump *p, struct conn *c)
 {
 	struct vsock_dev *dev = p->dev;
 	bool mrg = dev_has_feature(dev, VIRTIO_VSOCK_F_MRG_RXBUF);
-	uint32_t hl = hdr_len(dev), want, space, n, left, flags = 0;
+	uint32_t hl = rx_hdr_len(dev), want, space, n, left, flags = 0;
 	struct iovec iov[PKT_IOV];
 	unsigned int niov = 0, k, i;
 	const uint8_t *mem = NULL;
@@ -358,7 +333,7 @@ static int emit_rw(struct pump *p, struct conn *c)
 			flags = VIRTIO_VSOCK_SEQ_EOM;
 		}
 	}
-	s = first_slot(p);
+	s = slot_first_usable(p, PKT_MAX_CHAINS);
 	if (!s)
 		return -EAGAIN;
 	space = s->c.in_len - hl;
@@ -657,8 +632,8 @@ static void *pump_main(void *arg)
 		int n, i;
 
 		free_zombies(p);
-		raw = p->id == 0 && (__atomic_load_n(&dev->raw_n, __ATOMIC_RELAXED) ||
-				     route_rx_pending(dev));
+		raw = p->id == 0 &&
+		      (__atomic_load_n(&dev->raw_n, __ATOMIC_RELAXED) || route_rx_pending(dev));
 		pthread_mutex_lock(&p->lock);
 		idle = !p->work_head && !(raw && !p->starved);
 		pthread_mutex_unlock(&p->lock);
