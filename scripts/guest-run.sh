@@ -15,6 +15,7 @@
 #                     uml: virtio_uml.device=SOCK:19
 #                     qemu: -chardev socket,path=SOCK -device vhost-user-vsock-device
 #   --mem MIB         guest RAM (default 256)
+#   --smp N           qemu: N vCPUs, 1..4 (default 1; multi-threaded TCG, a host thread each)
 #   --timeout S       kill the guest after S seconds (default 120); exit 124
 #   --log FILE        also write the console to FILE
 #   -- extra...       uml: more kernel command line words; qemu: more QEMU arguments
@@ -33,7 +34,8 @@
 # `poweroff -f` only halts a microvm, so the guest uses `reboot -f` and QEMU runs with
 # -no-reboot; reboot=t (triple fault: a microvm has no other reset path) and panic=-1
 # turn a reboot or a panic into an exit; no_timer_check: under TCG on a loaded host the
-# IO-APIC timer check can fail and panic the boot.
+# IO-APIC timer check can fail and panic the boot. Multi-threaded TCG: a host thread per
+# vCPU, named "CPU N/TCG" (debug-threads), so benchmarks can read each one's CPU time.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,7 +53,7 @@ kind=$1
 shift
 case $kind in uml | qemu) ;; *) usage ;; esac
 
-kernel='' variant=baseline initrd='' run='' append='' vsock='' mem=256 timeout=120 log=''
+kernel='' variant=baseline initrd='' run='' append='' vsock='' mem=256 timeout=120 log='' smp=1
 extra=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -62,6 +64,7 @@ while [ $# -gt 0 ]; do
 	--append) append=${2-} && shift ;;
 	--vsock) vsock=${2:-} && shift ;;
 	--mem) mem=${2:-} && shift ;;
+	--smp) smp=${2:-} && shift ;;
 	--timeout) timeout=${2:-} && shift ;;
 	--log) log=${2:-} && shift ;;
 	--)
@@ -74,7 +77,8 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ -n "$initrd" ] && [ -r "$initrd" ] || die "--initrd FILE is required and must be readable"
-[[ $mem =~ ^[0-9]+$ ]] && [[ $timeout =~ ^[0-9]+$ ]] || usage
+[[ $mem =~ ^[0-9]+$ ]] && [[ $timeout =~ ^[0-9]+$ ]] && [[ $smp =~ ^[1-4]$ ]] || usage
+[ "$smp" = 1 ] || [ "$kind" = qemu ] || die "--smp $smp: user-mode Linux is uniprocessor"
 if [ -z "$kernel" ]; then
 	arch=x86_64
 	[ $kind = uml ] && arch=um
@@ -103,7 +107,7 @@ qemu)
 	command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing: run scripts/setup.sh"
 	cmd=(qemu-system-x86_64 -M microvm,acpi=off,memory-backend=mem -m "${mem}M"
 		-object "memory-backend-memfd,id=mem,size=${mem}M,share=on"
-		-cpu max -smp 1 -nographic -no-reboot -nodefaults -serial stdio
+		-cpu max -smp "$smp" -accel tcg,thread=multi -name skiff,debug-threads=on -nographic -no-reboot -nodefaults -serial stdio
 		-global virtio-mmio.force-legacy=false
 		-kernel "$kernel" -initrd "$initrd" -append "console=ttyS0 reboot=t panic=-1 no_timer_check $cmdline")
 	[ -n "$vsock" ] && cmd+=(-chardev "socket,id=skiffvsock,path=$vsock"

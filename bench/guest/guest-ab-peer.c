@@ -19,11 +19,13 @@
  * Common: --timeout S (default 60): give up on a peer that does not show up or stalls.
  * sink/source/echo: --cpu-tree PID also reports tree_cpu_ns=, the CPU time the processes
  * under PID (the guest: UML is a tree of host processes) used from the first accept to the
- * end of the transfers (from /proc/.../schedstat, all threads).
+ * end of the transfers (from /proc/.../schedstat, all threads). With --cpu-tree, --cpu-thread
+ * NAME also reports thread_cpu_ns=, the same for only the threads of that tree whose name
+ * (/proc/.../comm) is NAME: "CPU 1/TCG" is QEMU TCG's vCPU 1.
  *
  * Listening modes print "PEER-LISTENING" once the socket listens (the driver waits for it
  * before it lets the guest connect). Every mode ends with one line:
- *   PEER status=ok|fail mode=M bytes=N ns=T [rtt_mean_ns=R] [tree_cpu_ns=C]
+ *   PEER status=ok|fail mode=M bytes=N ns=T [rtt_mean_ns=R] [tree_cpu_ns=C] [thread_cpu_ns=C]
  *        [err=NAME where=WHAT]
  * ns is the wall time from the first accept() (or the threads' start) to the end of the last
  * transfer: for source, until the guest's ack arrived, so every byte counted was delivered;
@@ -59,6 +61,7 @@ struct opts {
 	uint64_t count;
 	unsigned int conns; /* sink/source/echo: connections to accept */
 	long cpu_tree; /* 0, or the root pid whose descendants' CPU time to report */
+	const char *cpu_thread; /* NULL, or the name of the tree's threads to report apart */
 	unsigned int timeout_s;
 };
 
@@ -66,6 +69,7 @@ struct result {
 	uint64_t bytes, ns;
 	uint64_t rtt_mean_ns; /* socketpair-pingpong only */
 	uint64_t tree_cpu_ns; /* --cpu-tree: the tree's CPU time over the transfer */
+	uint64_t thread_cpu_ns; /* --cpu-thread: those threads' CPU time over the transfer */
 	int err; /* positive errno, 0 if none */
 	const char *where;
 };
@@ -234,8 +238,28 @@ static long proc_ppid(long pid)
 	return ppid;
 }
 
-/* CPU time of every thread of @pid, ns, from /proc/PID/task/TID/schedstat (field 1). */
-static uint64_t proc_cpu_ns(long pid)
+/* Whether thread @tid of @pid is called @name (/proc/PID/task/TID/comm). */
+static bool thread_named(long pid, const char *tid, const char *name)
+{
+	char path[96], comm[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/task/%.20s/comm", pid, tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (!fgets(comm, sizeof(comm), f))
+		comm[0] = 0;
+	fclose(f);
+	comm[strcspn(comm, "\n")] = 0;
+	return !strcmp(comm, name);
+}
+
+/*
+ * CPU time of the threads of @pid, ns, from /proc/PID/task/TID/schedstat (field 1): all
+ * of them, or with @name only those called @name.
+ */
+static uint64_t proc_cpu_ns(long pid, const char *name)
 {
 	char path[96];
 	struct dirent *de;
@@ -250,7 +274,7 @@ static uint64_t proc_cpu_ns(long pid)
 		unsigned long long ns;
 		FILE *f;
 
-		if (de->d_name[0] == '.')
+		if (de->d_name[0] == '.' || (name && !thread_named(pid, de->d_name, name)))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%ld/task/%.20s/schedstat", pid, de->d_name);
 		f = fopen(path, "r");
@@ -268,9 +292,10 @@ static uint64_t proc_cpu_ns(long pid)
  * CPU time (ns) used so far by the process tree under @root, @root excluded: with
  * --cpu-tree, the guest's own cost as the host sees it (a UML guest is a tree of host
  * processes), immune to the guest's clock running while the host deschedules it.
- * Processes that exited take their time with them, so sample while they live.
+ * Processes that exited take their time with them, so sample while they live. With @name,
+ * only the threads called @name count.
  */
-static uint64_t tree_cpu_ns(long root)
+static uint64_t tree_cpu_ns(long root, const char *name)
 {
 	enum { MAX_PROCS = 4096 };
 	static long pid[MAX_PROCS], ppid[MAX_PROCS];
@@ -314,7 +339,7 @@ static uint64_t tree_cpu_ns(long root)
 	}
 	for (unsigned int i = 0; i < n; i++)
 		if (in[i])
-			sum += proc_cpu_ns(pid[i]);
+			sum += proc_cpu_ns(pid[i], name);
 	return sum;
 }
 
@@ -416,7 +441,9 @@ static int run_uds(const struct opts *o, struct result *r)
 		if (!accepted) {
 			t0 = now_ns();
 			if (o->cpu_tree)
-				r->tree_cpu_ns = tree_cpu_ns(o->cpu_tree);
+				r->tree_cpu_ns = tree_cpu_ns(o->cpu_tree, NULL);
+			if (o->cpu_thread)
+				r->thread_cpu_ns = tree_cpu_ns(o->cpu_tree, o->cpu_thread);
 		}
 		c[accepted].buf = malloc(blen);
 		if (!c[accepted].buf) {
@@ -441,9 +468,14 @@ static int run_uds(const struct opts *o, struct result *r)
 		pthread_join(th[i], NULL);
 	/* The guest program is still there: it closes only after our close (or its ack). */
 	if (o->cpu_tree && started) {
-		uint64_t t = tree_cpu_ns(o->cpu_tree);
+		uint64_t t = tree_cpu_ns(o->cpu_tree, NULL);
 
 		r->tree_cpu_ns = t > r->tree_cpu_ns ? t - r->tree_cpu_ns : 0;
+	}
+	if (o->cpu_thread && started) {
+		uint64_t t = tree_cpu_ns(o->cpu_tree, o->cpu_thread);
+
+		r->thread_cpu_ns = t > r->thread_cpu_ns ? t - r->thread_cpu_ns : 0;
 	}
 	for (unsigned int i = 0; i < started; i++) {
 		r->bytes += c[i].r.bytes;
@@ -597,7 +629,7 @@ static void usage(void)
 {
 	fputs("usage: guest-ab-peer sink|source|echo --listen PATH [--size S] [--read-size R]\n"
 	      "                     [--seconds D] [--max-bytes B] [--conns N] [--cpu-tree PID]\n"
-	      "                     [--timeout S]\n"
+	      "                     [--cpu-thread NAME] [--timeout S]\n"
 	      "       guest-ab-peer socketpair --size S [--read-size R] [--seconds D]\n"
 	      "       guest-ab-peer socketpair-pingpong --size S --count N\n",
 	      stderr);
@@ -628,6 +660,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "timeout", required_argument, NULL, 't' },
 		{ "conns", required_argument, NULL, 'c' },
 		{ "cpu-tree", required_argument, NULL, 'T' },
+		{ "cpu-thread", required_argument, NULL, 'N' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char *const modes[] = { "sink", "source", "echo", "socketpair",
@@ -671,6 +704,11 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'T':
 			o->cpu_tree = (long)parse_num(optarg, INT32_MAX);
 			break;
+		case 'N':
+			if (!optarg[0] || strlen(optarg) > 15) /* TASK_COMM_LEN - 1 */
+				usage();
+			o->cpu_thread = optarg;
+			break;
 		case 'd':
 			errno = 0;
 			o->seconds = strtod(optarg, &end);
@@ -682,7 +720,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			usage();
 		}
 	}
-	if (optind != argc || !o->size || !o->timeout_s || !o->conns)
+	if (optind != argc || !o->size || !o->timeout_s || !o->conns ||
+	    (o->cpu_thread && !o->cpu_tree))
 		usage();
 	/* Reads are --size bytes unless --read-size says otherwise (sink, socketpair). */
 	if (!o->read_size || !strcmp(o->mode, "source") || !strcmp(o->mode, "echo"))
@@ -727,6 +766,8 @@ int main(int argc, char **argv)
 		printf(" rtt_mean_ns=%" PRIu64, r.rtt_mean_ns);
 	if (o.cpu_tree)
 		printf(" tree_cpu_ns=%" PRIu64, r.tree_cpu_ns);
+	if (o.cpu_thread)
+		printf(" thread_cpu_ns=%" PRIu64, r.thread_cpu_ns);
 	if (ret)
 		printf(" err=%s where=%s", strerrorname_np(r.err) ?: "unknown", r.where);
 	printf("\n");

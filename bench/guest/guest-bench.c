@@ -14,12 +14,17 @@
  *       times with CLOCK_MONOTONIC.
  * Other options: --conns N (send, recv: N connections at once, one thread each; bytes and
  * calls are summed, ns runs until the last one ended), --timeout S (default 60; the
- * process exits 3 after S seconds).
+ * process exits 3 after S seconds), --cpu C (run this process, all its threads, on guest
+ * CPU C only: sched_setaffinity), --irq-cpu C (route the interrupt of the virtio device
+ * bound to the vmw_vsock_virtio_transport driver to CPU C: /proc/irq/N/smp_affinity_list;
+ * the RX worker then runs there too, since the driver queues it on a per-CPU workqueue
+ * from the interrupt; also reports that CPU's /proc/stat ticks).
  * Sizes take K and M suffixes (binary).
  *
  * Output, one line (keys in this order, all integers):
  *   GUEST-BENCH status=ok|fail mode=M size=S bytes=N ns=T calls=C utime_us=U stime_us=V
- *     cpu_busy_ticks=K cpu_total_ticks=L clk_tck=H [rtt_mean_ns= rtt_p50_ns= rtt_p99_ns=]
+ *     cpu_busy_ticks=K cpu_total_ticks=L clk_tck=H [irq=N irq_cpu_busy_ticks=
+ *     irq_cpu_total_ticks=] [rtt_mean_ns= rtt_p50_ns= rtt_p99_ns=]
  *     [err=NAME where=WHAT]
  * bytes: payload bytes moved by this process (sent for send, received otherwise);
  * ns: wall time from connect() returning to the end of the transfer (EOF read, or last
@@ -28,13 +33,16 @@
  * cpu_busy_ticks/cpu_total_ticks: the whole guest's non-idle and total CPU time over the
  * window, from the first line of /proc/stat (units of 1/clk_tck s; 0 0 when /proc/stat
  * cannot be read). The guest-wide figure includes the kernel's RX work, which runs in
- * kworkers, not in this process.
+ * kworkers, not in this process. irq: the vsock device's interrupt number (--irq-cpu);
+ * irq_cpu_*: the same figures for the line of CPU C only.
  * Exit status: 0 ok, 1 failure, 2 usage, 3 timeout.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -64,6 +72,8 @@ struct opts {
 	int rcvlowat; /* 0: leave the default */
 	uint64_t buf_size; /* 0: leave the default */
 	unsigned int timeout_s;
+	int cpu; /* -1: any */
+	int irq_cpu; /* -1: leave the vsock interrupt where it is */
 };
 
 /* What one run measured; filled by run_*(), printed by print_result(). */
@@ -71,6 +81,7 @@ struct result {
 	uint64_t bytes, ns, calls;
 	uint64_t rtt_mean_ns, rtt_p50_ns, rtt_p99_ns;
 	bool have_rtt;
+	int irq; /* --irq-cpu: the vsock device's interrupt */
 	int err; /* positive errno of the failure, 0 if none */
 	const char *where;
 };
@@ -79,6 +90,7 @@ struct result {
 struct cpu_snap {
 	struct timeval utime, stime;
 	uint64_t busy, total; /* /proc/stat ticks; 0 when unreadable */
+	uint64_t irq_busy, irq_total; /* the same for --irq-cpu's line */
 };
 
 static const char *const mode_names[] = { "send", "recv", "pingpong" };
@@ -91,34 +103,113 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* First line of /proc/stat: cpu user nice system idle iowait irq softirq steal ... */
-static void read_proc_stat(uint64_t *busy, uint64_t *total)
+/*
+ * The /proc/stat line of @which ("cpu" for the whole guest, "cpu1" for CPU 1):
+ * user nice system idle iowait irq softirq steal ...; busy = total - idle - iowait.
+ * Both 0 when the line is missing.
+ */
+static void read_proc_stat(const char *which, uint64_t *busy, uint64_t *total)
 {
-	unsigned long long v[10] = { 0 };
+	unsigned long long v[10];
+	char line[512], name[16];
 	FILE *f = fopen("/proc/stat", "r");
 	int n;
 
 	*busy = *total = 0;
 	if (!f)
 		return;
-	n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
-		   &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
+	while (fgets(line, sizeof(line), f)) {
+		memset(v, 0, sizeof(v));
+		n = sscanf(line, "%15s %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", name,
+			   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
+		if (n < 5 || strcmp(name, which))
+			continue;
+		n--;
+		for (int i = 0; i < n && i < 8; i++) /* guest and guest_nice are inside user */
+			*total += v[i];
+		*busy = *total - v[3] - (n > 4 ? v[4] : 0);
+		break;
+	}
 	fclose(f);
-	if (n < 4)
-		return;
-	for (int i = 0; i < n && i < 8; i++) /* guest and guest_nice are inside user */
-		*total += v[i];
-	*busy = *total - v[3] - (n > 4 ? v[4] : 0);
 }
 
-static void cpu_snap(struct cpu_snap *s)
+static void cpu_snap(const struct opts *o, struct cpu_snap *s)
 {
 	struct rusage ru;
+	char name[16];
 
 	getrusage(RUSAGE_SELF, &ru);
 	s->utime = ru.ru_utime;
 	s->stime = ru.ru_stime;
-	read_proc_stat(&s->busy, &s->total);
+	read_proc_stat("cpu", &s->busy, &s->total);
+	s->irq_busy = s->irq_total = 0;
+	if (o->irq_cpu >= 0) {
+		snprintf(name, sizeof(name), "cpu%d", o->irq_cpu);
+		read_proc_stat(name, &s->irq_busy, &s->irq_total);
+	}
+}
+
+/* Pin the whole process (every thread created later inherits it) to CPU @cpu. */
+static int pin_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+/*
+ * Route the interrupt of the vsock device to CPU @cpu. The device is the virtioN that
+ * the vmw_vsock_virtio_transport driver is bound to; virtio-mmio requests its interrupt
+ * under that name (drivers/virtio/virtio_mmio.c, vm_find_vqs()), so its number is the
+ * /proc/interrupts line that ends in " virtioN". Returns the interrupt number, or
+ * -ENODEV (no bound device or no such line) or the -errno of the write.
+ */
+static int route_vsock_irq(int cpu)
+{
+	static const char drv[] = "/sys/bus/virtio/drivers/vmw_vsock_virtio_transport";
+	char dev[64] = "", line[1024], path[64];
+	struct dirent *de;
+	int irq = -1, ret = 0;
+	DIR *d = opendir(drv);
+	FILE *f;
+
+	if (!d)
+		return -ENODEV;
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, "virtio", 6)) {
+			snprintf(dev, sizeof(dev), "%.60s", de->d_name);
+			break;
+		}
+	closedir(d);
+	f = fopen("/proc/interrupts", "r");
+	if (!dev[0] || !f) {
+		if (f)
+			fclose(f);
+		return -ENODEV;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		size_t len = strcspn(line, "\n"), dl = strlen(dev);
+
+		line[len] = 0;
+		if (len > dl && line[len - dl - 1] == ' ' && !strcmp(line + len - dl, dev) &&
+		    sscanf(line, " %d:", &irq) == 1)
+			break;
+		irq = -1;
+	}
+	fclose(f);
+	if (irq < 0)
+		return -ENODEV;
+	snprintf(path, sizeof(path), "/proc/irq/%d/smp_affinity_list", irq);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	if (fprintf(f, "%d\n", cpu) < 0)
+		ret = -EIO;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret ? ret : irq;
 }
 
 static uint64_t tv_delta_us(struct timeval a, struct timeval b)
@@ -367,6 +458,9 @@ static void print_result(const struct opts *o, const struct result *r, const str
 	       r->err ? "fail" : "ok", mode_names[o->mode], o->size, r->bytes, r->ns, r->calls,
 	       tv_delta_us(a->utime, b->utime), tv_delta_us(a->stime, b->stime), b->busy - a->busy,
 	       b->total - a->total, sysconf(_SC_CLK_TCK));
+	if (o->irq_cpu >= 0)
+		printf(" irq=%d irq_cpu_busy_ticks=%" PRIu64 " irq_cpu_total_ticks=%" PRIu64,
+		       r->irq, b->irq_busy - a->irq_busy, b->irq_total - a->irq_total);
 	if (r->have_rtt)
 		printf(" rtt_mean_ns=%" PRIu64 " rtt_p50_ns=%" PRIu64 " rtt_p99_ns=%" PRIu64,
 		       r->rtt_mean_ns, r->rtt_p50_ns, r->rtt_p99_ns);
@@ -380,7 +474,7 @@ static void usage(void)
 {
 	fputs("usage: guest-bench send|recv|pingpong CID:PORT --size S [--seconds D]\n"
 	      "       [--max-bytes B] [--read-size R] [--count N] [--rcvlowat N]\n"
-	      "       [--buf-size B] [--conns N] [--timeout S]\n",
+	      "       [--buf-size B] [--conns N] [--timeout S] [--cpu C] [--irq-cpu C]\n",
 	      stderr);
 	exit(2);
 }
@@ -397,6 +491,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "buf-size", required_argument, NULL, 'B' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "conns", required_argument, NULL, 'c' },
+		{ "cpu", required_argument, NULL, 'C' },
+		{ "irq-cpu", required_argument, NULL, 'I' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
@@ -462,6 +558,12 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				usage();
 			o->conns = (unsigned int)v;
 			break;
+		case 'C':
+		case 'I':
+			if (parse_size(optarg, CPU_SETSIZE - 1, &v))
+				usage();
+			*(c == 'C' ? &o->cpu : &o->irq_cpu) = (int)v;
+			break;
 		default:
 			usage();
 		}
@@ -499,7 +601,12 @@ static void *conn_thread(void *arg)
 int main(int argc, char **argv)
 {
 	struct opts o = {
-		.seconds = 1.0, .max_bytes = UINT64_MAX >> 20, .timeout_s = 60, .conns = 1
+		.seconds = 1.0,
+		.max_bytes = UINT64_MAX >> 20,
+		.timeout_s = 60,
+		.conns = 1,
+		.cpu = -1,
+		.irq_cpu = -1,
 	};
 	size_t blen;
 	struct result r = { 0 };
@@ -520,7 +627,24 @@ int main(int argc, char **argv)
 		return 1;
 	memset(&a, 0, sizeof(a));
 	b = a;
-	for (; opened < o.conns; opened++) {
+	if (o.cpu >= 0) {
+		ret = pin_cpu(o.cpu);
+		if (ret) {
+			errno = -ret;
+			fail(&r, "cpu");
+		}
+	}
+	if (!ret && o.irq_cpu >= 0) {
+		ret = route_vsock_irq(o.irq_cpu);
+		if (ret < 0) {
+			errno = -ret;
+			fail(&r, "irq-cpu");
+		} else {
+			r.irq = ret;
+			ret = 0;
+		}
+	}
+	for (; !ret && opened < o.conns; opened++) {
 		c[opened].o = &o;
 		c[opened].fd = -1;
 		c[opened].buf = malloc(blen);
@@ -538,7 +662,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!ret) {
-		cpu_snap(&a);
+		cpu_snap(&o, &a);
 		t0 = now_ns();
 		if (o.conns == 1) {
 			conn_thread(&c[0]);
@@ -559,7 +683,7 @@ int main(int argc, char **argv)
 		for (unsigned int i = 0; i < started; i++)
 			pthread_join(th[i], NULL);
 		r.ns = now_ns() - t0;
-		cpu_snap(&b);
+		cpu_snap(&o, &b);
 		for (unsigned int i = 0; i < o.conns && i < opened; i++) {
 			r.bytes += c[i].r.bytes;
 			r.calls += c[i].r.calls;

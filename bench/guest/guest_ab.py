@@ -117,7 +117,7 @@ class Step:
         sec, mx = f"{a.seconds:g}", str(a.max_bytes)
         lowat = "--rcvlowat 1"
         gbuf = f" --buf-size {a.guest_buf}" if a.guest_buf else ""
-        tmo = f"--timeout {a.step_timeout}"
+        tmo = f"--timeout {a.step_timeout}" + pin_args(a)
         nc = ["--conns", str(conns)]
         if kind == "g2h":
             self.guest = f"guest-bench send 2:{port} --size {size} --seconds {sec} --max-bytes {mx} " \
@@ -156,6 +156,10 @@ class Step:
                 out[f"cpu_guest_h2g_{s}"] = busy * 1e9 / kib if busy is not None else None
                 out[f"cpu_proc_h2g_{s}"] = proc * 1e9 / kib
                 out[f"cpu_host_h2g_{s}"] = int(h["tree_cpu_ns"]) / kib if "tree_cpu_ns" in h else None
+                if "thread_cpu_ns" in h:  # QEMU: the host thread of the vCPU that takes the vsock IRQ
+                    out[f"cpu_vcpu_h2g_{s}"] = int(h["thread_cpu_ns"]) / kib
+                if int(g.get("irq_cpu_total_ticks", 0)):  # guest /proc/stat of that CPU
+                    out[f"cpu_irq_h2g_{s}"] = int(g["irq_cpu_busy_ticks"]) / hz * 1e9 / kib
                 out[f"bytes_per_recv_h2g_{s}"] = gb / int(g["calls"]) if int(g["calls"]) else None
             else:
                 # The sender's side of guest->host: host CPU of the guest's processes and
@@ -187,6 +191,17 @@ class Step:
 
 # Device counters shown per MiB moved, per step (skiff-vsock's SIGUSR1 counters).
 DEV_RATES = ("rx_pkts", "tx_pkts", "irqs_sent", "kicks")
+
+
+def pin_args(a):
+    """guest-bench options that place the reader and the vsock interrupt (--reader-cpu,
+    --irq-cpu), with a leading space; empty when neither is set."""
+    out = ""
+    if a.reader_cpu is not None:
+        out += f" --cpu {a.reader_cpu}"
+    if a.irq_cpu is not None:
+        out += f" --irq-cpu {a.irq_cpu}"
+    return out
 
 
 def task_cpu_ns(pid):
@@ -229,9 +244,10 @@ def figure_meta(name):
     if m:
         what = "RTT p99" if m.group(1) else "RTT mean"
         return f"{what} {fmt_size(int(m.group(2)))}", "us", "lower", f"socketpair_rtt_{m.group(2)}"
-    m = re.match(r"cpu_(guest|proc|host)_(h2g|g2h)_(\d+)$", name)
+    m = re.match(r"cpu_(guest|proc|host|vcpu|irq)_(h2g|g2h)_(\d+)$", name)
     if m:
-        who = {"guest": "guest CPU", "proc": "recv proc CPU", "host": "UML host CPU"}[m.group(1)]
+        who = {"guest": "guest CPU", "proc": "recv proc CPU", "host": "guest's host CPU",
+               "vcpu": "IRQ vCPU host CPU", "irq": "IRQ CPU guest CPU"}[m.group(1)]
         return f"{who}/KiB {m.group(2)} {fmt_size(int(m.group(3)))}", "ns/KiB", "lower", None
     m = re.match(r"bytes_per_recv_h2g_(\d+)$", name)
     if m:
@@ -319,6 +335,8 @@ class Boot:
     def start_peer(self, st):
         argv = [self.a.peer] + st.peer_args[:1] + ["--listen", f"{self.uds}_{st.port}"] + st.peer_args[1:] \
             + ["--timeout", str(self.a.step_timeout), "--cpu-tree", str(self.vm_pid)]
+        if self.a.vmm == "qemu" and self.a.irq_cpu is not None:
+            argv += ["--cpu-thread", f"CPU {self.a.irq_cpu}/TCG"]
         st.peer = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.procs.append(st.peer)
         line = st.peer.stdout.readline()
@@ -434,7 +452,7 @@ class Boot:
             # QEMU TCG microvm (see guest-run.sh): version-1 virtio-mmio for the device.
             # QEMU 7.2's vhost-user-vsock-device does not pass MRG_RXBUF on: both
             # kernels run without the feature there.
-            argv += ["--", "-global", "virtio-mmio.force-legacy=false"]
+            argv += ["--smp", str(a.smp), "--", "-global", "virtio-mmio.force-legacy=false"]
         vm = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, errors="replace")
         self.vm_pid = vm.pid  # set before the guest can fetch its first step
@@ -564,7 +582,8 @@ def figure_names(a):
     sfx = [f"{s}" if n == 1 else f"{s}_x{n}" for n in a.conns for s in a.sizes]
     names = [f"g2h_{s}" for s in sfx] + [f"h2g_{s}" for s in sfx]
     names += [f"rtt_{s}" for s in a.rtt_sizes] + [f"rtt_p99_{s}" for s in a.rtt_sizes]
-    for k in ("cpu_host_h2g", "cpu_guest_h2g", "cpu_proc_h2g", "bytes_per_recv_h2g"):
+    for k in ("cpu_host_h2g", "cpu_guest_h2g", "cpu_proc_h2g", "cpu_vcpu_h2g", "cpu_irq_h2g",
+              "bytes_per_recv_h2g"):
         names += [f"{k}_{s}" for s in sfx]
     for k in ("cpu_host_g2h", "cpu_guest_g2h"):
         names += [f"{k}_{s}" for s in sfx]
@@ -660,6 +679,12 @@ def main():
     ap.add_argument("--pairs", type=int, default=8, help="A/B pairs (default 8)")
     ap.add_argument("--vmm", choices=["uml", "qemu"], default="uml",
                     help="guest: user-mode Linux (default) or a QEMU TCG microvm (no MRG_RXBUF through QEMU 7.2)")
+    ap.add_argument("--smp", type=int, default=1, help="QEMU vCPUs (--vmm qemu; MTTCG: one host thread each)")
+    ap.add_argument("--reader-cpu", type=int, help="guest CPU the guest side of every step runs on "
+                    "(guest-bench --cpu; needs --smp > C with --vmm qemu)")
+    ap.add_argument("--irq-cpu", type=int, help="guest CPU that takes the vsock interrupt, and so runs the RX "
+                    "worker (guest-bench --irq-cpu); with --vmm qemu also reports the host CPU time of that "
+                    "vCPU's thread per KiB received (cpu_vcpu)")
     ap.add_argument("--quick", action="store_true", help="smoke run: 1 pair, short transfers, 1000 RTT requests")
     ap.add_argument("--mrg-rxbuf", choices=["on", "off"], default="on", help="skiff-vsock --mrg-rxbuf (default on)")
     ap.add_argument("--rx-pkt-max", type=parse_size, default=0,
@@ -694,6 +719,11 @@ def main():
         a.pairs, a.seconds, a.rtt_count, a.limit_seconds = 1, 0.2, 1000, 0.1
     if a.pairs < 1 or a.rtt_count < 1 or not (0 < a.seconds <= 60) or not (0 <= a.nice <= 19):
         ap.error("--pairs, --rtt-count and --seconds must be positive (--seconds <= 60), --nice 0..19")
+    if not 1 <= a.smp <= 4 or (a.smp > 1 and a.vmm != "qemu"):
+        ap.error("--smp is 1..4 and above 1 needs --vmm qemu (UML is uniprocessor)")
+    for what, c in (("--reader-cpu", a.reader_cpu), ("--irq-cpu", a.irq_cpu)):
+        if c is not None and not 0 <= c < a.smp:
+            ap.error(f"{what} {c}: the guest has CPUs 0..{a.smp - 1} (--smp)")
     a.step_timeout = int(max(30, a.seconds * 10 + a.rtt_count * 0.005))
     a.boot_timeout = 60 + a.step_timeout * (2 * len(a.sizes) * len(a.conns) + len(a.rtt_sizes)) \
         * (2 if a.interleave == "step" else 1)
@@ -728,7 +758,7 @@ def main():
         "comparison": "A/A: both kernels are the same file contents" if same
         else "A/B: the kernels differ (patched = baseline + guest-kernel-patches/series)",
         "identical_kernels": same, "series": series_list(), "pairs": a.pairs, "quick": a.quick,
-        "vmm": a.vmm, "mrg_rxbuf": a.mrg_rxbuf, "rx_pkt_max_requested": a.rx_pkt_max,
+        "vmm": a.vmm, "smp": a.smp, "reader_cpu": a.reader_cpu, "irq_cpu": a.irq_cpu, "mrg_rxbuf": a.mrg_rxbuf, "rx_pkt_max_requested": a.rx_pkt_max,
         "rx_pkt_max_applied": (a.rx_pkt_max or "none") if a.dev_has_rx_pkt_max else "unsupported by skiff-vsock",
         "sizes": a.sizes, "conns": a.conns, "rtt_sizes": a.rtt_sizes, "rtt_count": a.rtt_count, "seconds": a.seconds,
         "max_bytes": a.max_bytes, "read_size": a.read_size or "payload", "guest_buf": a.guest_buf or "default",

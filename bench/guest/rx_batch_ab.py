@@ -44,7 +44,7 @@ class FixedStep(guest_ab.Step):
 
     def __init__(self, size, port, a):
         super().__init__("h2g", size, port, a)
-        tmo = f"--timeout {a.step_timeout}"
+        tmo = f"--timeout {a.step_timeout}" + guest_ab.pin_args(a)
         self.guest = f"guest-bench recv 2:{port} --size {size} --read-size {size} --rcvlowat 1 " \
                      f"--buf-size {a.guest_buf} --conns 1 {tmo}"
         self.suffix = f"fix{size}"
@@ -72,7 +72,8 @@ def rx_batch_steps(a):
 def rx_batch_names(a):
     names = []
     for s in a.sizes:
-        for k in ("h2g", "cpu_host_h2g", "cpu_guest_h2g", "cpu_proc_h2g", "bytes_per_recv_h2g"):
+        for k in ("h2g", "cpu_host_h2g", "cpu_guest_h2g", "cpu_proc_h2g", "cpu_vcpu_h2g", "cpu_irq_h2g",
+                  "bytes_per_recv_h2g"):
             names += [f"{k}_{s}", f"{k}fix_{s}"]
     for s in a.rx_batch_rtt:
         names += [f"rtt_{s}", f"rtt_p99_{s}"]
