@@ -663,9 +663,11 @@ def print_table(summary, cfg):
               f"{fa:>8} {fb:>8} {lim:>9}")
     print("limit: AF_UNIX socketpair in this run (throughput: writer+reader threads, same payload; RTT: "
           "ping-pong), median over pairs; x/limit: fraction of the limit's speed (RTT: limit/RTT).")
-    print("CPU per KiB received: UML host CPU = CPU time of the UML guest's host processes over the receive "
-          "(host /proc/PID/task/*/schedstat, ns; immune to host steal); guest CPU = whole-guest non-idle time "
-          "(guest /proc/stat, 10 ms ticks); recv proc CPU = the receiving process's utime+stime (guest getrusage).")
+    print("CPU per KiB received: guest's host CPU = CPU time of the guest's host processes (UML or QEMU) over "
+          "the receive (host /proc/PID/task/*/schedstat, ns; immune to host steal); guest CPU = whole-guest "
+          "non-idle time (guest /proc/stat, 10 ms ticks); recv proc CPU = the receiving process's utime+stime "
+          "(guest getrusage); IRQ vCPU host CPU / IRQ CPU guest CPU (--irq-cpu): the same two views for the guest "
+          "CPU that takes the vsock interrupt only (its QEMU thread 'CPU N/TCG'; its /proc/stat line).")
 
 
 def main():

@@ -9,8 +9,10 @@ writes into packets of up to 64 KiB), and these steps per boot (no guest->host s
 
   h2g_<P>      host->guest throughput, guest receive buffer (SO_VM_SOCKETS_BUFFER_SIZE)
                64 KiB, recv() size 64 KiB, SO_RCVLOWAT=1, host writes of P bytes
-               (with the CPU figures of guest_ab.py for this transfer: UML host CPU,
-               guest CPU, recv process CPU per KiB, bytes per recv call)
+               (with the CPU figures of guest_ab.py for this transfer: the guest's host
+               CPU, guest CPU, recv process CPU per KiB, bytes per recv call; with
+               --irq-cpu C also the CPU of guest CPU C alone: its QEMU vCPU thread's
+               host CPU time (cpu_vcpu) and its guest /proc/stat time (cpu_irq))
   h2gfix_<P>   fixed-syscall stress: the receiver's recv() buffer = write size = P (socket
                buffer 64 KiB as above), so each recv() returns at most one write and the
                receiver makes a fixed number of calls per byte (the cover letter's
@@ -25,7 +27,8 @@ Usage: rx_batch_ab.py --skiff-vsock BIN --guest-bench BIN --peer BIN --initrd FI
                       [--payloads 256,512,1K,4K] [--rtt-sizes 256,4096] [--pairs 16]
                       [--out-dir DIR] [--kinds h2g,fix,rtt] [--table-only] [guest_ab.py options...]
 build/bench/rx_batch_ab passes the first four. Other options go to guest_ab.py as they are
-(e.g. --seconds, --rtt-count, --nice, --interleave, --kernel-a/--kernel-b).
+(e.g. --seconds, --rtt-count, --nice, --interleave, --kernel-a/--kernel-b, and for the
+cover letter's placement on an SMP guest: --vmm qemu --smp 2 --reader-cpu 0 --irq-cpu 1).
 Exit status: the worst of the guest_ab runs (0 ok, 1 a boot or a step failed).
 """
 import argparse
@@ -165,12 +168,20 @@ def tables(out_dir, payloads, rtts):
     for p in rtts:
         s = row(p, f"rtt_{p}")
         print(f"  {lbl(p):<8} {val(s, 'a_mean', 1, 1):>10} {val(s, 'b_mean', 1, 1):>10}  {ci(s)}")
-    print("\nCPU per byte received (64 KiB receiver; ns per KiB; UML host CPU = all of the guest's host threads, "
-          "guest CPU = guest /proc/stat non-idle):")
+    print("\nCPU per byte received (64 KiB receiver; ns per KiB; host = all of the guest's host threads, "
+          "guest = guest /proc/stat non-idle):")
     for p in payloads:
         h, g = row(p, f"cpu_host_h2g_{p}"), row(p, f"cpu_guest_h2g_{p}")
         print(f"  {lbl(p):<8} host {val(h, 'a_mean', 1, 0):>8} -> {val(h, 'b_mean', 1, 0):>8}  {ci(h):<28} "
               f"guest {val(g, 'a_mean', 1, 0):>8} -> {val(g, 'b_mean', 1, 0):>8}  {ci(g)}")
+    irq = any_run["config"].get("irq_cpu")
+    if irq is not None:
+        print(f"\nCPU per byte received on the IRQ CPU (guest CPU {irq}: vsock interrupt and RX worker; "
+              f"64 KiB receiver; ns per KiB; vCPU = its QEMU thread's host CPU time, guest = its /proc/stat):")
+        for p in payloads:
+            v, g = row(p, f"cpu_vcpu_h2g_{p}"), row(p, f"cpu_irq_h2g_{p}")
+            print(f"  {lbl(p):<8} vCPU {val(v, 'a_mean', 1, 0):>8} -> {val(v, 'b_mean', 1, 0):>8}  {ci(v):<28} "
+                  f"guest {val(g, 'a_mean', 1, 0):>8} -> {val(g, 'b_mean', 1, 0):>8}  {ci(g)}")
 
 
 def main():
