@@ -221,11 +221,7 @@ def run_vsock(binary, violate, start_device, *extra):
                 fe.s.sendall(vu_msg(1))
                 fe.s.recv(20, socket.MSG_WAITALL)
             p.send_signal(signal.SIGTERM)
-        try:
-            _, err = p.communicate(timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            _, err = p.communicate()
+        err = finish(p, term=False)
         if fe:
             fe.close()
         return p.returncode, err
@@ -312,13 +308,7 @@ def test_vsock_multi(binary):
             threads = {}
             print(f"     frontend: {e}")
         finally:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-            try:
-                _, err = p.communicate(timeout=TIMEOUT)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                _, err = p.communicate()
+            err = finish(p)
             for fe in fes:
                 fe.close()
         servers = {t: v for t, v in threads.items() if v[0] in ("vu-3", "vu-4")}
@@ -345,6 +335,19 @@ def test_vsock_multi(binary):
         except subprocess.TimeoutExpired as e:
             code, err = None, str(e.stderr)
         check_killed(code, err, "vu-main", "socket", "skiff-vsock", "skiff-vsock, two guests")
+
+
+def finish(p, term=True):
+    """SIGTERM @p if it still runs (unless @term is false) and collect its stderr; a
+    process that does not exit within TIMEOUT is killed. Returns the stderr text."""
+    if term and p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+    try:
+        _, err = p.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+    return err
 
 
 def wait_path(p, path):
@@ -440,13 +443,7 @@ def test_vsock_out_of_fds(binary):
         finally:
             for c in cs:
                 c.close()
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-            try:
-                _, err = p.communicate(timeout=TIMEOUT)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                _, err = p.communicate()
+            err = finish(p)
             if fe:
                 fe.close()
         expect(p.returncode == 0 and "dev_starts 1" in err and "seccomp" not in err,
