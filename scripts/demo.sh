@@ -7,33 +7,59 @@
 #
 # Where KVM is hardware virtualization (VT-x/AMD-V), the guest is x86-64 Linux booted
 # by skiff itself (virtio-mmio transport). Where it is not (nested PVM KVM, no KVM),
-# ring-0 guest code cannot run at useful speed, so the same device is served to a
-# user-mode Linux guest over vhost-user by skiff-vsock. SKIFF_DEMO_VMM=skiff|uml
-# forces one. SKIFF_DEMO_MIB sets the transfer size each way (default 64).
+# ring-0 guest code cannot run at useful speed and guest user space not at all, so the
+# same device is served to a user-mode Linux guest over vhost-user by skiff-vsock.
+# SKIFF_DEMO_VMM=skiff|uml forces one (skiff is refused where it cannot work),
+# SKIFF_DEMO_VARIANT=baseline|patched picks the guest kernel (default patched),
+# SKIFF_DEMO_MIB=N the transfer size each way (default 64).
+#
+# It fails fast: a guest that dies or panics ends the demo within seconds with the reason
+# and the console's last lines; transfer figures are printed only for data that arrived
+# and was checked. Exit status 0 only if every byte was checked on both sides.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 mib=${SKIFF_DEMO_MIB:-64}
+variant=${SKIFF_DEMO_VARIANT:-patched}
 port_g2h=5000 # guest connects to host port 5000 (host listens on <uds>_5000)
 port_h2g=6000 # host CONNECTs to guest port 6000
-variant=${SKIFF_DEMO_VARIANT:-patched}
+timeout_s=180 # the whole transfer, both ways
 
 say() { printf 'demo: %s\n' "$*"; }
+die() {
+	printf 'demo: error: %s\n' "$*" >&2
+	exit 2
+}
 
-bash scripts/setup.sh >/dev/null
-say "building skiff (build/)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc)" >/dev/null
-
+bash scripts/machine-info.sh
+[[ $mib =~ ^[1-9][0-9]{0,4}$ ]] || die "SKIFF_DEMO_MIB='$mib': want a whole number of MiB, 1 to 99999"
+case $variant in baseline | patched) ;; *) die "SKIFF_DEMO_VARIANT='$variant': want baseline or patched" ;; esac
+kvm=$(bash scripts/machine-info.sh --kvm)
 vmm=${SKIFF_DEMO_VMM:-}
-if [ -z "$vmm" ]; then
-	if [ -e /sys/module/kvm_intel ] || [ -e /sys/module/kvm_amd ]; then
+case $vmm in
+'')
+	if [ "$kvm" = hardware ]; then
 		vmm=skiff
 	else
 		vmm=uml
-		say "KVM here is not hardware virtualization ($(ls /sys/module | grep -m1 '^kvm_' || echo 'no kvm')): using a user-mode Linux guest with the same device (skiff-vsock)"
+		say "KVM here is not hardware virtualization (/dev/kvm: $kvm): using a user-mode Linux guest with the same device (skiff-vsock over vhost-user)"
 	fi
-fi
+	;;
+uml) ;;
+skiff)
+	[ "$kvm" = hardware ] || die "SKIFF_DEMO_VMM=skiff needs hardware KVM (VT-x/AMD-V); /dev/kvm here is '$kvm', which cannot run Linux user space (see vmm/README.md): use SKIFF_DEMO_VMM=uml or leave it unset"
+	;;
+*) die "SKIFF_DEMO_VMM='$vmm': want skiff or uml" ;;
+esac
+
+say "set-up (scripts/setup.sh)"
+bash scripts/setup.sh >/tmp/skiff-demo-setup.log 2>&1 || {
+	tail -n 20 /tmp/skiff-demo-setup.log >&2
+	die "set-up failed (log /tmp/skiff-demo-setup.log)"
+}
+say "building skiff (build/)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$(nproc)" >/dev/null
 arch=um
 [ "$vmm" = skiff ] && arch=x86_64
 say "building the $variant $arch guest kernel (cached after the first run)"
@@ -45,12 +71,12 @@ pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
-	rm -rf "$work"
 }
 trap cleanup EXIT
 uds=$work/v.sock
 tool=build/tests/guest-programs/vsock-tool
-[ -x "$tool" ] || tool=$(find build -name vsock-tool -type f -perm -u+x | head -n1)
+[ -x "$tool" ] || die "$tool was not built"
+: >"$work/console.log"
 
 # The guest: receive $mib MiB from the host on port 6000 while sending $mib MiB to
 # host port 5000; vsock-tool checks every byte against a seeded pattern.
@@ -64,63 +90,134 @@ echo SKIFF-RESULT rc=\$((a + b))"
 bash scripts/build-initramfs.sh -o "$work/initrd.cpio.gz" --bin "$tool" >/dev/null
 
 # Host side: a listener for the guest-initiated connection.
-"$tool" listen "uds:${uds}_$port_g2h" --recv "${mib}M" --peer-seed 33 --timeout 120 \
+"$tool" listen "uds:${uds}_$port_g2h" --recv "${mib}M" --peer-seed 33 --timeout "$timeout_s" \
 	>"$work/host-recv.log" 2>&1 &
-pids+=($!)
+recv_pid=$!
+pids+=("$recv_pid")
 
+dev_pid=''
 if [ "$vmm" = uml ]; then
 	build/vhost_user/skiff-vsock --socket "$work/vu.sock" --cid 3 --uds "$uds" \
-		--mrg-rxbuf on 2>"$work/skiff-vsock.log" &
-	pids+=($!)
-	for _ in $(seq 100); do [ -S "$work/vu.sock" ] && break; sleep 0.05; done
+		--mrg-rxbuf on 2>"$work/device.log" &
+	dev_pid=$!
+	pids+=("$dev_pid")
+	for _ in $(seq 100); do
+		[ -S "$work/vu.sock" ] && break
+		kill -0 "$dev_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	[ -S "$work/vu.sock" ] || {
+		cat "$work/device.log" >&2
+		die "skiff-vsock did not start (log above)"
+	}
 	bash scripts/guest-run.sh uml --kernel "$kernel" --initrd "$work/initrd.cpio.gz" \
-		--run "$guest_run" --vsock "$work/vu.sock" --timeout 300 \
-		>"$work/console.log" 2>&1 &
+		--run "$guest_run" --vsock "$work/vu.sock" --timeout "$timeout_s" \
+		>"$work/console.log" 2>"$work/runner.log" &
 	guest=$!
 else
 	build/vmm/skiff run --kernel "$kernel" --initrd "$work/initrd.cpio.gz" \
 		--mem 256M --console "file:$work/console.log" \
 		--cmdline "console=ttyS0 quiet reboot=k panic=-1 skiff.run64=$(printf '%s' "$guest_run" | base64 -w0)" \
-		--vsock "cid=3,uds=$uds,mrg-rxbuf=on" 2>"$work/skiff-vsock.log" &
+		--vsock "cid=3,uds=$uds,mrg-rxbuf=on" 2>"$work/device.log" &
 	guest=$!
 fi
+pids+=("$guest")
 
 # Host side: connect to the guest's listener and send $mib MiB. Until the guest listens,
 # the guest answers the device's REQUEST with RST and the device closes our socket
-# without "OK": retry that (and only that) for up to a minute.
+# without "OK": retry that (and only that) while the guest lives.
+send_loop() {
+	local i
+	for i in $(seq 600); do
+		"$tool" connect "uds:$uds:$port_h2g" --send "${mib}M" --seed 22 --timeout "$timeout_s" \
+			>"$work/host-send.log" 2>&1 && return 0
+		grep -q 'where=handshake\|where=connect' "$work/host-send.log" || return 1
+		sleep 0.2
+	done
+	return 1
+}
 t0=$(date +%s.%N)
-for _ in $(seq 300); do
-	"$tool" connect "uds:$uds:$port_h2g" --send "${mib}M" --seed 22 --timeout 120 \
-		>"$work/host-send.log" 2>&1 && break
-	grep -q 'where=handshake\|where=connect' "$work/host-send.log" || break
-	kill -0 "$guest" 2>/dev/null || break
+send_loop &
+send_pid=$!
+pids+=("$send_pid")
+
+# Watch the three: the guest ending (for whatever reason) or a panic on its console ends
+# the wait within seconds; the host sides get 5 s after the guest is gone to finish.
+panic_re='Kernel panic|Attempted to kill init|BUG: |Oops|general protection fault|emulation failure|ptrace set fp regs failed'
+reason='' guest_gone_at=''
+deadline=$(($(date +%s) + timeout_s + 30))
+while :; do
+	if [ -z "$guest_gone_at" ] && ! kill -0 "$guest" 2>/dev/null; then
+		guest_gone_at=$(date +%s)
+	fi
+	if [ -z "$reason" ] && grep -qE "$panic_re" "$work/console.log" "$work/device.log" 2>/dev/null; then
+		reason="the guest failed: $(grep -hE "$panic_re" "$work/console.log" "$work/device.log" | head -n1)"
+		kill "$guest" 2>/dev/null || true
+		[ -n "$guest_gone_at" ] || guest_gone_at=$(date +%s)
+	fi
+	host_busy=0
+	kill -0 "$recv_pid" 2>/dev/null && host_busy=1
+	kill -0 "$send_pid" 2>/dev/null && host_busy=1
+	if [ -n "$guest_gone_at" ] && [ $host_busy = 0 ]; then break; fi
+	if [ -n "$guest_gone_at" ] && [ $(($(date +%s) - guest_gone_at)) -ge 5 ]; then
+		[ -n "$reason" ] || reason="the guest ended while the host side was still waiting for data"
+		break
+	fi
+	if [ "$(date +%s)" -ge "$deadline" ]; then
+		reason="timed out after ${timeout_s} s"
+		break
+	fi
 	sleep 0.2
 done
-rc=0
-wait "$guest" || rc=$?
-wait "${pids[0]}" || rc=1
 t1=$(date +%s.%N)
-if [ "$vmm" = uml ]; then
-	kill -TERM "${pids[1]}" 2>/dev/null || true
-	wait "${pids[1]}" 2>/dev/null || true
+for p in "$recv_pid" "$send_pid" "$guest"; do kill "$p" 2>/dev/null || true; done
+guest_status=0
+wait "$guest" 2>/dev/null || guest_status=$?
+if [ -n "$dev_pid" ]; then
+	kill -TERM "$dev_pid" 2>/dev/null || true
+	wait "$dev_pid" 2>/dev/null || true
 fi
+wait 2>/dev/null || true
+
+guest_rc=$(sed -n 's/^SKIFF-RESULT .*rc=\([^ ]*\)$/\1/p' "$work/console.log" | head -n1)
+host_recv_ok=0 host_send_ok=0 guest_recv_ok=0 guest_send_ok=0
+grep -q 'VSOCK-TOOL status=ok' "$work/host-recv.log" 2>/dev/null && host_recv_ok=1
+grep -q 'VSOCK-TOOL status=ok' "$work/host-send.log" 2>/dev/null && host_send_ok=1
+grep -q 'VSOCK-TOOL status=ok mode=listen' "$work/console.log" && guest_recv_ok=1
+grep -q 'VSOCK-TOOL status=ok mode=connect' "$work/console.log" && guest_send_ok=1
 
 say "guest console (vsock-tool results):"
-grep -E 'VSOCK-TOOL |SKIFF-RESULT' "$work/console.log" | sed 's/^/  guest: /' || true
+grep -E 'VSOCK-TOOL |SKIFF-RESULT' "$work/console.log" | sed 's/^/  guest: /' || echo "  guest: (none)"
 say "host side:"
-sed 's/^/  host: /' "$work/host-recv.log" "$work/host-send.log" | grep 'VSOCK-TOOL' || true
+grep -h 'VSOCK-TOOL' "$work/host-recv.log" "$work/host-send.log" 2>/dev/null | sed 's/^/  host: /' || echo "  host: (none)"
 say "device:"
-grep -E 'counters|listening' "$work/skiff-vsock.log" | sed 's/^/  /' || true
-rate() { # the MB/s of the first VSOCK-TOOL line in $1 that matches $2, from sent= and elapsed_ns=
-	sed -n "/$2/{s/.* sent=\([0-9]*\) .*elapsed_ns=\([0-9]*\).*/\1 \2/p;q}" "$1" |
-		awk '{ if ($2 > 0) printf "%.0f MB/s", $1 / ($2 / 1e3); else print "?" }'
+grep -E 'counters|listening|error|refus' "$work/device.log" | sed 's/^/  /' || echo "  (no device output)"
+
+# rate LOG MODE: MB/s of the status=ok VSOCK-TOOL line of that mode (sent= over elapsed_ns=).
+rate() {
+	sed -n "/VSOCK-TOOL status=ok mode=$2/{s/.* sent=\([0-9]*\) .*elapsed_ns=\([0-9]*\).*/\1 \2/p;q}" "$1" |
+		awk '{ if ($2 > 0) printf "%.0f MB/s", $1 / ($2 / 1e3) }'
 }
-say "guest to host: $(rate "$work/console.log" 'mode=connect') (guest sender's clock); host to guest: $(rate "$work/host-send.log" 'mode=connect') (host sender's clock)"
-say "moved ${mib} MiB each way in $(printf '%.2f' "$(echo "$t1 - $t0" | bc)") s (wall, including guest shutdown)"
-if [ "$rc" = 0 ] && grep -q 'status=ok' "$work/host-recv.log"; then
-	say "OK: every byte checked on both sides"
-else
-	say "FAILED (guest rc $rc); logs: console, skiff-vsock, host-recv, host-send in $work"
-	trap - EXIT
-	exit 1
+if [ $guest_send_ok = 1 ] && [ $host_recv_ok = 1 ]; then
+	say "guest to host: ${mib} MiB checked, $(rate "$work/console.log" connect) (guest sender's clock)"
 fi
+if [ $host_send_ok = 1 ] && [ $guest_recv_ok = 1 ]; then
+	say "host to guest: ${mib} MiB checked, $(rate "$work/host-send.log" connect) (host sender's clock)"
+fi
+if [ -z "$reason" ] && [ "$guest_rc" = 0 ] && [ $host_recv_ok = 1 ] && [ $host_send_ok = 1 ]; then
+	say "moved ${mib} MiB each way in $(printf '%.2f' "$(echo "$t1 - $t0" | bc)") s (wall, including guest shutdown)"
+	say "OK: every byte checked on both sides"
+	rm -rf "$work"
+	exit 0
+fi
+[ -n "$reason" ] || reason="guest result rc=${guest_rc:-none} (runner status $guest_status), host receive ok=$host_recv_ok, host send ok=$host_send_ok"
+say "FAILED: $reason"
+say "last console lines:"
+grep -v '^$' "$work/console.log" | tail -n 15 | sed 's/^/  | /'
+if [ -s "$work/device.log" ]; then
+	say "last device lines:"
+	tail -n 5 "$work/device.log" | sed 's/^/  | /'
+fi
+[ -s "$work/runner.log" ] && sed 's/^/  runner: /' "$work/runner.log"
+say "logs kept in $work"
+exit 1

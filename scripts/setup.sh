@@ -44,8 +44,16 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 echo "setup.sh: installing ${missing[*]}"
+# apt's and debconf's chatter goes to a log, shown only when something fails.
+log=$(mktemp /tmp/skiff-setup.XXXXXX.log)
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq || die "apt-get update failed; check the network and /etc/apt/sources.list"
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
-	die "apt-get install failed for: ${missing[*]}"
+if ! $SUDO apt-get update -qq >"$log" 2>&1; then
+	tail -n 20 "$log" >&2
+	die "apt-get update failed (log $log); check the network and /etc/apt/sources.list"
+fi
+if ! $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"$log" 2>&1; then
+	tail -n 20 "$log" >&2
+	die "apt-get install failed for: ${missing[*]} (log $log)"
+fi
+rm -f "$log"
 echo "setup.sh: done"

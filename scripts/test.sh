@@ -1,45 +1,101 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The whole test suite, from a fresh Debian 12 machine:
-#   installs packages (scripts/setup.sh), builds, runs every ctest label, then
-#   builds with ASan+UBSan and runs the unit and device labels again.
+#   prints one line about the machine (scripts/machine-info.sh), installs packages
+#   (scripts/setup.sh), builds, builds the guest kernels (cached), runs every ctest
+#   label, then builds with ASan+UBSan and runs the unit and device labels again,
+#   then the libFuzzer harnesses (fuzz/README.md: clang, build-fuzz/, label "fuzz").
+# Every stage runs even when an earlier one failed (a stage that others need, such as
+# the build, skips its dependents with a message); the summary at the end lists each
+# stage's result and the exit status is 1 if any failed.
 # Extra arguments go to the first ctest run (e.g. scripts/test.sh -L device).
-# SKIFF_SKIP_ASAN=1 skips the sanitizer pass.
-# Last, the libFuzzer harnesses (fuzz/README.md) are built with clang in
-# build-fuzz/ and label "fuzz" runs each for about a minute;
-# SKIFF_SKIP_FUZZ=1 skips that stage.
-set -euo pipefail
+# SKIFF_SKIP_ASAN=1 skips the sanitizer pass, SKIFF_SKIP_FUZZ=1 the fuzz stage.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 jobs=$(nproc)
+results=()
+failed=0
 
 step() { printf '\n== %s\n' "$*"; }
+# stage NAME CMD...: run one stage, record its result; returns its status.
+stage() {
+	local name=$1 t0 rc
+	shift
+	t0=$(date +%s)
+	"$@"
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		results+=("ok      $name ($(($(date +%s) - t0)) s)")
+	else
+		results+=("FAILED  $name (status $rc, $(($(date +%s) - t0)) s)")
+		failed=1
+	fi
+	return $rc
+}
+skip() {
+	results+=("skipped $1 ($2)")
+	echo "test.sh: skipping $1: $2"
+}
+
+bash scripts/machine-info.sh
+t_all=$(date +%s)
 
 step "set-up"
-bash scripts/setup.sh
+if ! stage set-up bash scripts/setup.sh; then
+	echo "test.sh: set-up failed: nothing can be built" >&2
+	printf '%s\n' "${results[@]}"
+	exit 1
+fi
 
+build_main() {
+	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
+		cmake --build build -j"$jobs"
+}
 step "build (build/)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$jobs"
+if stage build build_main; then
+	# Guest kernels for the guest-uml/guest-qemu/peer/linux-kvm labels (cached: seconds
+	# when warm). If they fail the guest tests fail too, each saying why.
+	step "guest kernels (scripts/build-kernels.sh)"
+	stage guest-kernels bash scripts/build-kernels.sh
+	step "tests (all labels)"
+	stage "ctest (all labels)" ctest --test-dir build --output-on-failure --no-tests=error "$@"
+else
+	skip "ctest (all labels)" "the build failed"
+fi
 
-bash scripts/build-kernels.sh # guest kernels for guest-uml/guest-qemu (cached: seconds when warm)
-step "tests (all labels)"
-ctest --test-dir build --output-on-failure --no-tests=error "$@"
-
+asan() {
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSKIFF_SANITIZE=ON \
+		-DSKIFF_BUILD_BENCH=OFF >/dev/null &&
+		cmake --build build-asan -j"$jobs" &&
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+			ctest --test-dir build-asan -L '^(unit|device)$' --output-on-failure --no-tests=error
+}
 if [ "${SKIFF_SKIP_ASAN:-0}" != 1 ]; then
 	step "ASan+UBSan build (build-asan/): unit and device labels"
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSKIFF_SANITIZE=ON \
-		-DSKIFF_BUILD_BENCH=OFF >/dev/null
-	cmake --build build-asan -j"$jobs"
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		ctest --test-dir build-asan -L '^(unit|device)$' --output-on-failure --no-tests=error
+	stage "ASan+UBSan unit+device" asan
+else
+	skip "ASan+UBSan unit+device" "SKIFF_SKIP_ASAN=1"
 fi
 
+fuzz() {
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DSKIFF_FUZZ=ON -DSKIFF_BUILD_TESTS=OFF -DSKIFF_BUILD_BENCH=OFF >/dev/null &&
+		cmake --build build-fuzz -j"$jobs" &&
+		ctest --test-dir build-fuzz -L '^fuzz$' -j2 --output-on-failure --no-tests=error
+}
 if [ "${SKIFF_SKIP_FUZZ:-0}" != 1 ]; then
 	step "fuzz (build-fuzz/, clang libFuzzer + ASan/UBSan): label fuzz"
-	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-		-DSKIFF_FUZZ=ON -DSKIFF_BUILD_TESTS=OFF -DSKIFF_BUILD_BENCH=OFF >/dev/null
-	cmake --build build-fuzz -j"$jobs"
-	ctest --test-dir build-fuzz -L '^fuzz$' -j2 --output-on-failure --no-tests=error
+	stage "fuzz" fuzz
+else
+	skip fuzz "SKIFF_SKIP_FUZZ=1"
 fi
-echo "test.sh: all passed ($root)"
+
+step "summary ($(($(date +%s) - t_all)) s, $root)"
+bash scripts/machine-info.sh
+printf '  %s\n' "${results[@]}"
+if [ $failed -ne 0 ]; then
+	echo "test.sh: FAILED (see the stages marked FAILED above)"
+	exit 1
+fi
+echo "test.sh: all passed"

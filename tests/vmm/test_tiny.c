@@ -206,7 +206,7 @@ START_TEST(serial_and_debug_exit_port)
 	ck_assert_int_eq(skiff_vm_wait(vm, 60000, &ex), 0);
 	if (access("/sys/module/kvm_pvm", F_OK) == 0) {
 		/*
-		 * Nested PVM (ENVIRONMENT.md) runs CPL3 code natively and ignores
+		 * Nested PVM (docs/machines.md) runs CPL3 code natively and ignores
 		 * IOPL: the first out raises #GP, which without an IDT is a triple
 		 * fault. Check exactly that; on VT-x/AMD-V the full test runs.
 		 */
