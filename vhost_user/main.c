@@ -365,6 +365,25 @@ static int parse_option(int c, const char *arg, struct args *a)
 	return 0;
 }
 
+static bool same_path(const char *a, const char *b)
+{
+	return a && b && !strcmp(a, b);
+}
+
+/* A socket path @g and @h (possibly the same guest) would both bind, or NULL. */
+static const char *shared_path(const struct guest *g, const struct guest *h)
+{
+	if (g != h && same_path(g->sock_path, h->sock_path))
+		return g->sock_path;
+	if (g != h && same_path(g->uds_path, h->uds_path))
+		return g->uds_path;
+	if (same_path(g->sock_path, h->uds_path))
+		return g->sock_path;
+	if (same_path(g->uds_path, h->sock_path))
+		return g->uds_path;
+	return NULL;
+}
+
 /*
  * What parsing alone cannot see: the form (--guest or --socket/--cid/--uds),
  * paths that cannot be bound, the same socket, host socket or CID (within
@@ -408,19 +427,19 @@ static int check_guests(const struct args *a)
 					 multi_form ? "--guest uds=PATH" : "--uds PATH",
 					 g->uds_path, 11)))
 			return -EINVAL;
-		for (j = 0; j < i; j++) {
+		for (j = 0; j <= i; j++) {
 			const struct guest *h = &guests[j];
+			const char *p = shared_path(g, h);
 
-			if (!strcmp(g->sock_path, h->sock_path) ||
-			    (g->uds_path && h->uds_path && !strcmp(g->uds_path, h->uds_path))) {
+			if (p) {
 				fprintf(stderr,
-					"skiff-vsock: --guest: %s '%s' given to two guests; give "
-					"each guest its own\n",
-					strcmp(g->sock_path, h->sock_path) ? "uds" : "socket",
-					strcmp(g->sock_path, h->sock_path) ? g->uds_path :
-									     g->sock_path);
+					"skiff-vsock: path '%s' is given twice (as socket or uds "
+					"of %s); give every socket its own path\n",
+					p, g == h ? "one guest" : "two guests");
 				return -EINVAL;
 			}
+			if (g == h)
+				break;
 			if (g->cid == h->cid &&
 			    !strcmp(g->group ? g->group : "", h->group ? h->group : "")) {
 				fprintf(stderr,

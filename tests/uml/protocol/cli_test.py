@@ -107,6 +107,7 @@ usage_error([*ONE, "--socket", f"{T}/z"], f"--socket given twice ('{X}', then '{
 # the one-guest form: what is missing is named
 usage_error(["--socket", X], "--socket, --cid and --uds are required (missing: --cid --uds)")
 usage_error(["--guest", f"socket={X},cid=3", "--cid", "4"], "--guest does not mix with --cid")
+usage_error(["--socket", X, "--cid", "3", "--uds", X], f"path '{X}' is given twice (as socket or uds of one guest)")
 # --guest lists: empty items, trailing commas, repeated and unknown keys, values
 usage_error(["--guest", f"socket={X},cid=3,"], f"--guest 'socket={X},cid=3,' ends with a comma")
 usage_error(["--guest", f"socket={X},,cid=3"], f"--guest 'socket={X},,cid=3': item 2 is empty")

@@ -67,8 +67,11 @@ with tempfile.TemporaryDirectory(prefix="vu-multi-") as d:
     expect(r.returncode == 64 and "cid 3 given to two guests of the default group" in r.stderr,
            "same CID in one group: a usage error, exit 64")
     r = run(["--guest", f"socket={d}/a,cid=3,uds={d}/h", "--guest", f"socket={d}/b,cid=4,uds={d}/h"])
-    expect(r.returncode == 64 and f"uds '{d}/h' given to two guests" in r.stderr,
-           "same host socket for two guests: exit 64")
+    expect(r.returncode == 64 and f"path '{d}/h' is given twice (as socket or uds of two guests)"
+           in r.stderr, "same host socket for two guests: exit 64")
+    r = run(["--guest", f"socket={d}/a,cid=3", "--guest", f"socket={d}/b,cid=4,uds={d}/a"])
+    expect(r.returncode == 64 and f"path '{d}/a' is given twice" in r.stderr,
+           "one guest's socket as another's host socket: exit 64")
     expect(not os.path.exists(f"{d}/a") and not os.path.exists(f"{d}/b"),
            "nothing left behind after a failed start")
 
