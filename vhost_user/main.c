@@ -531,9 +531,6 @@ static int parse_args(int argc, char **argv, struct args *a)
 int main(int argc, char **argv)
 {
 	struct args a = { .cfg = { .mrg_rxbuf = true }, .sb_mode = SANDBOX_KILL };
-	struct vsock_dev_config cfg;
-	enum sandbox_mode sb_mode;
-	bool verbose;
 	int sig_fd = -1, stop_fd = -1, fail_fd = -1, ret, status = 1;
 	uint64_t one = 1;
 	unsigned int i;
@@ -544,9 +541,6 @@ int main(int argc, char **argv)
 	ret = parse_args(argc, argv, &a);
 	if (ret)
 		return ret > 0 ? 0 : EX_USAGE;
-	cfg = a.cfg;
-	sb_mode = a.sb_mode;
-	verbose = a.verbose;
 
 	for (i = 0; i < n_guests; i++)
 		guests[i].listen_fd = -1; /* the cleanup at out: must not close fd 0 */
@@ -578,18 +572,18 @@ int main(int argc, char **argv)
 	 * Filters compiled before any thread exists; every guest's device
 	 * threads come from its spawner, each with the filter of its type.
 	 */
-	ret = sandbox_init(sb_mode, "skiff-vsock");
+	ret = sandbox_init(a.sb_mode, "skiff-vsock");
 	if (ret) {
-		fprintf(stderr, "skiff-vsock: seccomp %s: %s\n", sandbox_mode_name(sb_mode),
+		fprintf(stderr, "skiff-vsock: seccomp %s: %s\n", sandbox_mode_name(a.sb_mode),
 			strerror(-ret));
 		goto out;
 	}
-	if (sb_mode != SANDBOX_OFF)
-		cfg.spawn = sandbox_vsock_spawn;
+	if (a.sb_mode != SANDBOX_OFF)
+		a.cfg.spawn = sandbox_vsock_spawn;
 
 	for (i = 0; i < n_guests; i++) {
 		struct guest *g = &guests[i];
-		struct vsock_dev_config dc = cfg;
+		struct vsock_dev_config dc = a.cfg;
 
 		g->stop_fd = stop_fd;
 		g->fail_fd = fail_fd;
@@ -617,7 +611,7 @@ int main(int argc, char **argv)
 					strerror(-ret), hint);
 			goto out;
 		}
-		ret = vu_backend_create(g->dev, verbose, &g->vb);
+		ret = vu_backend_create(g->dev, a.verbose, &g->vb);
 		if (ret) {
 			fprintf(stderr, "skiff-vsock: %s\n", strerror(-ret));
 			goto out;
@@ -634,7 +628,7 @@ int main(int argc, char **argv)
 						     "");
 			goto out;
 		}
-		if (verbose)
+		if (a.verbose)
 			fprintf(stderr,
 				"skiff-vsock: listening on %s, cid %" PRIu64
 				", host side %s, group %s\n",
