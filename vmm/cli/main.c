@@ -31,7 +31,7 @@ static void usage(FILE *f)
 		"\n"
 		"Boot a KVM microVM with an in-process virtio-vsock device.\n"
 		"\n"
-		"options of run (each at most once):\n"
+		"options of run (each that takes a value at most once):\n"
 		"  --kernel PATH        Linux bzImage or ELF vmlinux (x86-64), or with\n"
 		"                       --tiny-guest a static ELF entered at CPL3\n"
 		"  --tiny-guest         boot --kernel as a tiny test guest (64-bit, CPL3,\n"
