@@ -3,9 +3,11 @@
  * skiff: the command-line front end of libskiff.
  *
  *   skiff run --kernel PATH [options]     boot a VM, exit with how it ended
- *   skiff --help | --version
+ *   skiff help | --help | -h | --version | -V
  *
- * Exit status: see usage() below and libskiff.h (SKIFF_STATUS_*).
+ * Exit status: see usage() below and libskiff.h (SKIFF_STATUS_*). A command-
+ * line mistake is one line naming the option, the value and what is valid
+ * (helpers shared with skiff-vsock: cli_common/), then SKIFF_STATUS_USAGE.
  */
 #include <errno.h>
 #include <getopt.h>
