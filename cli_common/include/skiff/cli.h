@@ -4,7 +4,8 @@
  * (vhost_user/main.c), so both tools parse numbers, sizes and key=value
  * lists the same way and word their errors the same way: one line on
  * stderr that starts with the tool's name and names the option, the value
- * and what is valid. A command-line mistake exits CLI_STATUS_USAGE.
+ * and what is valid. The tool then exits 64 (sysexits' EX_USAGE; skiff's
+ * SKIFF_STATUS_USAGE).
  *
  * Parsers (cli_parse_*, cli_kv_parse) return 0 or -EINVAL and never print;
  * the reporting and checking functions print that one line.
@@ -15,9 +16,6 @@
 #include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* Exit status of a bad command line, in both tools (sysexits.h EX_USAGE). */
-#define CLI_STATUS_USAGE 64
 
 /*
  * cli_parse_uint() - a decimal number (digits only: no sign, no 0x, no
