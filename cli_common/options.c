@@ -51,10 +51,10 @@ void cli_getopt_error(const char *tool, int c, char *const *argv, const struct o
 		return;
 	}
 	/* A long option getopt did not take: unknown, or an ambiguous abbreviation. */
-	len = strcspn(arg + 2, "=");
-	for (o = opts; o->name; o++)
+	len = strncmp(arg, "--", 2) ? 0 : strcspn(arg + 2, "=");
+	for (o = opts; len && o->name; o++)
 		n += !strncmp(o->name, arg + 2, len);
-	if (n > 1 && len) {
+	if (n > 1) {
 		fprintf(stderr, "%s: option '%.*s' is ambiguous; it could be", tool, (int)len + 2,
 			arg);
 		for (o = opts; o->name; o++)
