@@ -19,71 +19,75 @@
 #include <sysexits.h>
 #include <unistd.h>
 
+#include "skiff/cli.h"
 #include "skiff/sandbox_vsock.h"
 #include "skiff/vhost_user.h"
 #include "skiff/vsock_dev.h"
 
+#define TOOL "skiff-vsock"
+#define MAX_GUESTS 64
+#define GUEST_FORM "socket=PATH,cid=N[,uds=PATH][,group=NAME]"
+#define CID_VALID "give a CID from 3 to 4294967294 (0, 1 and 2 are reserved, 4294967295 means any)"
+
 static void usage(FILE *f)
 {
-	fputs("usage: skiff-vsock --socket PATH --cid N --uds PATH [options]\n"
-	      "       skiff-vsock --guest socket=PATH,cid=N[,uds=PATH][,group=NAME] ... [options]\n"
-	      "\n"
-	      "Serve skiff's virtio-vsock device over vhost-user. skiff-vsock listens\n"
-	      "on each guest's socket; a frontend (QEMU vhost-user-vsock-device, UML\n"
-	      "virtio_uml) connects. One frontend per guest socket at a time; a frontend\n"
-	      "that connects while another is served replaces it (a rebooting UML guest\n"
-	      "reconnects without closing its old socket). Host side: Firecracker-style\n"
-	      "hybrid sockets (connect to the uds path and write \"CONNECT <port>\\n\";\n"
-	      "guest connections to port P go to <uds>_<P>). Guests served by one\n"
-	      "process reach each other by CID (guest-to-guest routing), unless their\n"
-	      "groups differ.\n"
-	      "\n"
-	      "  --socket PATH        vhost-user socket to listen on (one guest)\n"
-	      "  --cid N              guest CID (3 .. 2^32-2)\n"
-	      "  --uds PATH           host Unix socket path\n"
-	      "  --guest SPEC         one more guest (repeatable, instead of the three above):\n"
-	      "                       socket=PATH,cid=N[,uds=PATH][,group=NAME]; without uds the\n"
-	      "                       guest has no host side; guests of one group (default:\n"
-	      "                       all) reach each other, CIDs unique within a group\n"
-	      "  --rx-threads N       RX pump threads per guest (default: from the core count)\n"
-	      "  --mrg-rxbuf on|off   offer mergeable RX buffers (default on)\n"
-	      "  --rx-pkt-max BYTES   cap the payload of each host-to-guest RW packet\n"
-	      "                       (1 .. 65536; default: no cap beyond 64 KiB)\n"
-	      "  --conn-buf BYTES     receive buffer advertised per connection (buf_alloc),\n"
-	      "                       4096 .. 64 MiB (default 256 KiB)\n"
-	      "  --seccomp kill|log|off  seccomp filter on every thread (default kill:\n"
-	      "                       a forbidden system call ends the process with a\n"
-	      "                       message naming the thread and the call; log:\n"
-	      "                       the kernel logs it and lets it run)\n"
-	      "  --verbose            log every vhost-user request\n"
-	      "  --test-fault FAULT[,port=P]   TEST ONLY: with mergeable RX buffers, make\n"
-	      "                       every host-to-guest data packet (to guest port P\n"
-	      "                       only, if given) lie in its header: FAULT is\n"
-	      "                       bad-num-buffers=zero|over|ring (num_buffers 0,\n"
-	      "                       buffers used + 1, RX queue size + 1) or\n"
-	      "                       bad-hdr-len=over|under (hdr.len one more or one\n"
-	      "                       less than the payload in the buffers)\n"
-	      "  --help, --version\n"
-	      "\n"
-	      "Global options apply to every guest.\n"
-	      "SIGTERM or SIGINT: disconnect, remove the socket files, print counters, exit 0.\n"
-	      "SIGUSR1: print the device counters.\n"
-	      "Exit status: 0 after SIGTERM/SIGINT, 64 (EX_USAGE, as skiff) for a bad\n"
-	      "command line, 1 for any other error.\n",
-	      f);
-}
-
-static int parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s || *end || s[0] == '-' || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
+	fprintf(f,
+		"usage: skiff-vsock --socket PATH --cid N --uds PATH [options]\n"
+		"       skiff-vsock --guest " GUEST_FORM " ... [options]\n"
+		"       skiff-vsock -h | --help | -V | --version\n"
+		"\n"
+		"Serve skiff's virtio-vsock device over vhost-user. skiff-vsock listens\n"
+		"on each guest's socket; a frontend (QEMU vhost-user-vsock-device, UML\n"
+		"virtio_uml) connects. One frontend per guest socket at a time; a frontend\n"
+		"that connects while another is served replaces it (a rebooting UML guest\n"
+		"reconnects without closing its old socket). Host side: Firecracker-style\n"
+		"hybrid sockets (connect to the uds path and write \"CONNECT <port>\\n\";\n"
+		"guest connections to port P go to <uds>_<P>). Guests served by one\n"
+		"process reach each other by CID (guest-to-guest routing), unless their\n"
+		"groups differ.\n"
+		"\n"
+		"Each option that takes a value at most once (--guest is repeatable);\n"
+		"socket directories must exist.\n"
+		"  --socket PATH        vhost-user socket to listen on (one guest),\n"
+		"                       at most 107 bytes\n"
+		"  --cid N              guest CID, 3 .. 4294967294\n"
+		"  --uds PATH           host Unix socket path, at most 96 bytes\n"
+		"  --guest SPEC         one more guest (repeatable, at most %d, instead of\n"
+		"                       the three above): " GUEST_FORM ",\n"
+		"                       items separated by single commas, each key once;\n"
+		"                       without uds the guest has no host side; guests of\n"
+		"                       one group (default: all) reach each other, CIDs\n"
+		"                       unique within a group; group: at most %d bytes\n"
+		"  --rx-threads N       RX pump threads per guest, 1 .. %u (default: one\n"
+		"                       per online core, at most 4)\n"
+		"  --mrg-rxbuf on|off   offer mergeable RX buffers (default on)\n"
+		"  --rx-pkt-max BYTES   cap the payload of each host-to-guest RW packet,\n"
+		"                       1 .. 65536, K suffix allowed (default: no cap\n"
+		"                       beyond 64 KiB)\n"
+		"  --conn-buf BYTES     receive buffer advertised per connection (buf_alloc),\n"
+		"                       4096 .. 64M, K/M suffixes allowed (default 256K)\n"
+		"  --seccomp kill|log|off  seccomp filter on every thread (default kill:\n"
+		"                       a forbidden system call ends the process with a\n"
+		"                       message naming the thread and the call; log:\n"
+		"                       the kernel logs it and lets it run)\n"
+		"  --verbose            log every vhost-user request\n"
+		"  --test-fault FAULT[,port=P]   TEST ONLY: with mergeable RX buffers, make\n"
+		"                       every host-to-guest data packet (to guest port P,\n"
+		"                       1 .. 4294967295, only, if given) lie in its header:\n"
+		"                       FAULT is bad-num-buffers=zero|over|ring (num_buffers\n"
+		"                       0, buffers used + 1, RX queue size + 1) or\n"
+		"                       bad-hdr-len=over|under (hdr.len one more or one\n"
+		"                       less than the payload in the buffers)\n"
+		"  -h, --help           this text\n"
+		"  -V, --version        the version\n"
+		"\n"
+		"Global options apply to every guest.\n"
+		"SIGTERM or SIGINT: disconnect, remove the socket files, print counters, exit 0.\n"
+		"SIGUSR1: print the device counters.\n"
+		"Exit status: 0 after SIGTERM/SIGINT, 64 (EX_USAGE, as skiff) for a bad\n"
+		"command line (one line on stderr names the option, the value and what is\n"
+		"valid), 1 for any other error.\n",
+		MAX_GUESTS, VSOCK_GROUP_NAME_MAX, VSOCK_MAX_RX_THREADS);
 }
 
 /* --test-fault FAULT[,port=P] into @cfg. Return: 0, or -EINVAL. */
@@ -112,7 +116,7 @@ static int parse_test_fault(const char *arg, struct vsock_dev_config *cfg)
 	cfg->test_fault = faults[i].fault;
 	cfg->test_fault_port = 0;
 	if (comma) {
-		if (strncmp(comma + 1, "port=", 5) || parse_u64(comma + 6, UINT32_MAX, &v) || !v)
+		if (strncmp(comma + 1, "port=", 5) || cli_parse_uint(comma + 6, 1, UINT32_MAX, &v))
 			return -EINVAL;
 		cfg->test_fault_port = (uint32_t)v;
 	}
@@ -142,8 +146,6 @@ struct guest {
  * server thread (the test hook names the first thread of a type).
  */
 static sem_t filtered;
-
-#define MAX_GUESTS 64
 
 static struct guest guests[MAX_GUESTS];
 static unsigned int n_guests;
@@ -236,58 +238,230 @@ fail:
 	return NULL;
 }
 
+enum { GUEST_SOCKET, GUEST_CID, GUEST_UDS, GUEST_GROUP };
+
 /*
- * Parse "socket=PATH,cid=N[,uds=PATH][,group=NAME]" into @g. @spec is
- * modified (commas become NULs) and must outlive @g.
+ * Parse GUEST_FORM into @g. @spec is a copy of @orig, cut up in place, that
+ * must outlive @g. Return: 0; -EINVAL after one line naming the problem.
  */
-static int parse_guest(char *spec, struct guest *g)
+static int parse_guest(char *spec, const char *orig, struct guest *g)
 {
-	bool have_cid = false;
-	char *save = NULL, *kv;
-	uint64_t v;
+	static const char *const keys[] = { "socket", "cid", "uds", "group", NULL };
+	struct cli_kv kv = { .keys = keys };
 
 	memset(g, 0, sizeof(*g));
-	for (kv = strtok_r(spec, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-		char *val = strchr(kv, '=');
-
-		if (!val || val == kv || !val[1]) {
-			fprintf(stderr, "skiff-vsock: --guest: '%s' is not key=value\n", kv);
-			return -EINVAL;
-		}
-		*val++ = 0;
-		if (!strcmp(kv, "socket") && !g->sock_path) {
-			g->sock_path = val;
-		} else if (!strcmp(kv, "uds") && !g->uds_path) {
-			g->uds_path = val;
-		} else if (!strcmp(kv, "group") && !g->group) {
-			if (strlen(val) > VSOCK_GROUP_NAME_MAX) {
-				fprintf(stderr, "skiff-vsock: --guest: group name over %d bytes\n",
-					VSOCK_GROUP_NAME_MAX);
-				return -EINVAL;
-			}
-			g->group = val;
-		} else if (!strcmp(kv, "cid") && !have_cid) {
-			if (parse_u64(val, UINT32_MAX - 1, &v) || v < 3) {
-				fprintf(stderr,
-					"skiff-vsock: --guest: bad cid '%s' (3 .. 4294967294)\n",
-					val);
-				return -EINVAL;
-			}
-			g->cid = v;
-			have_cid = true;
-		} else {
-			fprintf(stderr, "skiff-vsock: --guest: unknown or repeated key '%s'\n", kv);
-			return -EINVAL;
-		}
-	}
-	if (!g->sock_path || !have_cid) {
-		fprintf(stderr, "skiff-vsock: --guest needs socket= and cid=\n");
+	if (cli_kv_parse(spec, &kv)) {
+		cli_kv_report(TOOL, "--guest", orig, &kv, GUEST_FORM);
 		return -EINVAL;
+	}
+	if (!kv.val[GUEST_SOCKET] || !kv.val[GUEST_CID]) {
+		fprintf(stderr, "skiff-vsock: --guest '%s' lacks %s; give " GUEST_FORM "\n", orig,
+			!kv.val[GUEST_SOCKET] ? "socket=PATH" : "cid=N");
+		return -EINVAL;
+	}
+	if (cli_parse_uint(kv.val[GUEST_CID], 3, UINT32_MAX - 1, &g->cid)) {
+		cli_bad_value(TOOL, "--guest cid", kv.val[GUEST_CID], CID_VALID);
+		return -EINVAL;
+	}
+	if (kv.val[GUEST_GROUP] && strlen(kv.val[GUEST_GROUP]) > VSOCK_GROUP_NAME_MAX) {
+		cli_bad_value(TOOL, "--guest group", kv.val[GUEST_GROUP],
+			      "%zu bytes; give a name of at most %d bytes",
+			      strlen(kv.val[GUEST_GROUP]), VSOCK_GROUP_NAME_MAX);
+		return -EINVAL;
+	}
+	g->sock_path = kv.val[GUEST_SOCKET];
+	g->uds_path = kv.val[GUEST_UDS];
+	g->group = kv.val[GUEST_GROUP];
+	return 0;
+}
+
+/* What the command line sets besides guests[]. */
+struct args {
+	struct vsock_dev_config cfg;
+	enum sandbox_mode sb_mode;
+	bool verbose;
+	const char *sock_path, *uds_path, *cid; /* as given; NULL: not given */
+	uint64_t cid_num;
+};
+
+/*
+ * One option other than --guest, -h and -V, into @a.
+ * Return: 0; -EINVAL after a message.
+ */
+static int parse_option(int c, const char *arg, struct args *a)
+{
+	struct vsock_dev_config *cfg = &a->cfg;
+	uint64_t v;
+
+	switch (c) {
+	case 's':
+		a->sock_path = arg;
+		break;
+	case 'u':
+		a->uds_path = arg;
+		break;
+	case 'c':
+		if (cli_parse_uint(arg, 3, UINT32_MAX - 1, &v)) {
+			cli_bad_value(TOOL, "--cid", arg, CID_VALID);
+			return -EINVAL;
+		}
+		a->cid = arg;
+		a->cid_num = v;
+		break;
+	case 'p':
+		if (cli_parse_size(arg, &v) || !v || v > VIRTIO_VSOCK_MAX_PKT_BUF_SIZE) {
+			cli_bad_value(TOOL, "--rx-pkt-max", arg,
+				      "give a payload cap in bytes from 1 to 65536 (64K)");
+			return -EINVAL;
+		}
+		cfg->rx_pkt_max = (uint32_t)v;
+		break;
+	case 'b':
+		if (cli_parse_size(arg, &v) || v < 4096 || v > (64u << 20)) {
+			cli_bad_value(
+				TOOL, "--conn-buf", arg,
+				"give a buffer size in bytes from 4096 (4K) to 67108864 (64M)");
+			return -EINVAL;
+		}
+		cfg->conn_buf_size = (uint32_t)v;
+		break;
+	case 'r':
+		if (cli_parse_uint(arg, 1, VSOCK_MAX_RX_THREADS, &v)) {
+			cli_bad_value(TOOL, "--rx-threads", arg,
+				      "give a number of RX pump threads from 1 to %u, or leave "
+				      "--rx-threads out for the default (one per online core, at "
+				      "most 4)",
+				      VSOCK_MAX_RX_THREADS);
+			return -EINVAL;
+		}
+		cfg->rx_threads = (unsigned int)v;
+		break;
+	case 'm':
+		if (strcmp(arg, "on") && strcmp(arg, "off")) {
+			cli_bad_value(TOOL, "--mrg-rxbuf", arg, "give on or off (default on)");
+			return -EINVAL;
+		}
+		cfg->mrg_rxbuf = !strcmp(arg, "on");
+		break;
+	case 'S':
+		if (sandbox_parse_mode(arg, &a->sb_mode)) {
+			cli_bad_value(TOOL, "--seccomp", arg, "give kill, log or off");
+			return -EINVAL;
+		}
+		break;
+	case 'F':
+		if (parse_test_fault(arg, cfg)) {
+			cli_bad_value(TOOL, "--test-fault", arg,
+				      "give bad-num-buffers=zero|over|ring or "
+				      "bad-hdr-len=over|under, optionally with ,port=P (P from 1 "
+				      "to 4294967295)");
+			return -EINVAL;
+		}
+		fprintf(stderr, "skiff-vsock: TEST ONLY: --test-fault %s\n", arg);
+		break;
+	case 'v':
+		a->verbose = true;
+		break;
 	}
 	return 0;
 }
 
-int main(int argc, char **argv)
+static bool same_path(const char *a, const char *b)
+{
+	return a && b && !strcmp(a, b);
+}
+
+/* A socket path @g and @h (possibly the same guest) would both bind, or NULL. */
+static const char *shared_path(const struct guest *g, const struct guest *h)
+{
+	if (g != h && same_path(g->sock_path, h->sock_path))
+		return g->sock_path;
+	if (g != h && same_path(g->uds_path, h->uds_path))
+		return g->uds_path;
+	if (same_path(g->sock_path, h->uds_path))
+		return g->sock_path;
+	if (same_path(g->uds_path, h->sock_path))
+		return g->uds_path;
+	return NULL;
+}
+
+/*
+ * What parsing alone cannot see: the form (--guest or --socket/--cid/--uds),
+ * paths that cannot be bound, the same socket, host socket or CID (within
+ * a group) given to two guests. Return: 0; -EINVAL after a message.
+ */
+static int check_guests(const struct args *a)
+{
+	unsigned int i, j;
+
+	if (multi_form && (a->sock_path || a->uds_path || a->cid)) {
+		fprintf(stderr,
+			"skiff-vsock: --guest does not mix with %s; give every guest as "
+			"--guest " GUEST_FORM ", or one guest as --socket, --cid and --uds\n",
+			a->sock_path ? "--socket" :
+			a->cid	     ? "--cid" :
+				       "--uds");
+		return -EINVAL;
+	}
+	if (!multi_form) {
+		if (!a->sock_path || !a->uds_path || !a->cid) {
+			fprintf(stderr,
+				"skiff-vsock: --socket, --cid and --uds are required (missing:%s%s%s); "
+				"or give --guest " GUEST_FORM " (see --help)\n",
+				a->sock_path ? "" : " --socket", a->cid ? "" : " --cid",
+				a->uds_path ? "" : " --uds");
+			return -EINVAL;
+		}
+		guests[0] = (struct guest){ .sock_path = a->sock_path,
+					    .uds_path = a->uds_path,
+					    .cid = a->cid_num };
+		n_guests = 1;
+	}
+	for (i = 0; i < n_guests; i++) {
+		const struct guest *g = &guests[i];
+
+		if (cli_check_sock_path(TOOL, "vhost-user socket",
+					multi_form ? "--guest socket=PATH" : "--socket PATH",
+					g->sock_path, 0) ||
+		    (g->uds_path &&
+		     cli_check_sock_path(TOOL, "host socket",
+					 multi_form ? "--guest uds=PATH" : "--uds PATH",
+					 g->uds_path, 11)))
+			return -EINVAL;
+		for (j = 0; j <= i; j++) {
+			const struct guest *h = &guests[j];
+			const char *p = shared_path(g, h);
+
+			if (p) {
+				fprintf(stderr,
+					"skiff-vsock: path '%s' is given twice (as socket or uds "
+					"of %s); give every socket its own path\n",
+					p, g == h ? "one guest" : "two guests");
+				return -EINVAL;
+			}
+			if (g == h)
+				break;
+			if (g->cid == h->cid &&
+			    !strcmp(g->group ? g->group : "", h->group ? h->group : "")) {
+				fprintf(stderr,
+					"skiff-vsock: --guest: cid %" PRIu64
+					" given to two guests of "
+					"the %s%s group (sockets %s and %s); CIDs are unique within a "
+					"group: give another cid or group\n",
+					g->cid, g->group ? "" : "default", g->group ? g->group : "",
+					h->sock_path, g->sock_path);
+				return -EINVAL;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * The command line into @a and guests[]. Return: 0 to run; 1 after --help
+ * or --version (exit 0); -EINVAL after one line naming the mistake.
+ */
+static int parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
@@ -305,137 +479,69 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct vsock_dev_config cfg = { .mrg_rxbuf = true };
-	const char *sock_path = NULL, *uds_path = NULL;
-	enum sandbox_mode sb_mode = SANDBOX_KILL;
+	const char *seen[256] = { NULL };
 	char *spec;
-	bool verbose = false, have_cid = false;
-	int sig_fd = -1, stop_fd = -1, fail_fd = -1, opt, ret, status = 1;
-	uint64_t v, cid = 0, one = 1;
-	unsigned int i, j;
-	pthread_t usr1;
-	sigset_t set;
-	ssize_t wr;
+	int c;
 
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (opt) {
-		case 's':
-			sock_path = optarg;
-			break;
-		case 'c':
-			if (parse_u64(optarg, UINT32_MAX - 1, &v) || v < 3) {
-				fprintf(stderr, "skiff-vsock: bad --cid '%s' (3 .. 4294967294)\n",
-					optarg);
-				return EX_USAGE;
-			}
-			cid = v;
-			have_cid = true;
-			break;
-		case 'u':
-			uds_path = optarg;
-			break;
+	opterr = 0; /* getopt's own messages would name argv[0], not the tool */
+	while ((c = getopt_long(argc, argv, ":hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			return 1;
+		case 'V':
+			printf("skiff-vsock %s\n", SKIFF_VERSION);
+			return 1;
+		case '?':
+		case ':':
+			cli_getopt_error(TOOL, c, argv, opts);
+			return -EINVAL;
 		case 'g':
 			if (n_guests == MAX_GUESTS) {
-				fprintf(stderr, "skiff-vsock: at most %d guests\n", MAX_GUESTS);
-				return EX_USAGE;
+				fprintf(stderr,
+					"skiff-vsock: --guest given more than %d times; "
+					"one process serves at most %d guests\n",
+					MAX_GUESTS, MAX_GUESTS);
+				return -EINVAL;
 			}
-			/* A copy: strtok_r would leave argv (what ps shows) cut up. */
+			/* A copy: cutting it up would leave argv (what ps shows) cut up. */
 			spec = strdup(optarg);
-			if (!spec || parse_guest(spec, &guests[n_guests])) {
+			if (!spec || parse_guest(spec, optarg, &guests[n_guests])) {
 				free(spec); /* nothing points into it on failure */
-				return EX_USAGE;
+				return -EINVAL;
 			}
 			n_guests++;
 			multi_form = true;
 			break;
-		case 'p':
-			if (parse_u64(optarg, VIRTIO_VSOCK_MAX_PKT_BUF_SIZE, &v) || !v) {
-				fprintf(stderr, "skiff-vsock: bad --rx-pkt-max '%s' (1 .. 65536)\n",
-					optarg);
-				return EX_USAGE;
-			}
-			cfg.rx_pkt_max = (uint32_t)v;
-			break;
-		case 'b':
-			if (parse_u64(optarg, 64u << 20, &v) || v < 4096) {
-				fprintf(stderr,
-					"skiff-vsock: bad --conn-buf '%s' (4096 .. 67108864)\n",
-					optarg);
-				return EX_USAGE;
-			}
-			cfg.conn_buf_size = (uint32_t)v;
-			break;
-		case 'r':
-			if (parse_u64(optarg, 256, &v)) {
-				fprintf(stderr, "skiff-vsock: bad --rx-threads '%s' (0 .. 256)\n",
-					optarg);
-				return EX_USAGE;
-			}
-			cfg.rx_threads = (unsigned int)v;
-			break;
-		case 'm':
-			if (!strcmp(optarg, "on")) {
-				cfg.mrg_rxbuf = true;
-			} else if (!strcmp(optarg, "off")) {
-				cfg.mrg_rxbuf = false;
-			} else {
-				fprintf(stderr, "skiff-vsock: --mrg-rxbuf takes on or off\n");
-				return EX_USAGE;
-			}
-			break;
-		case 'S':
-			if (sandbox_parse_mode(optarg, &sb_mode)) {
-				fprintf(stderr, "skiff-vsock: --seccomp takes kill, log or off\n");
-				return EX_USAGE;
-			}
-			break;
-		case 'F':
-			if (parse_test_fault(optarg, &cfg)) {
-				fprintf(stderr, "skiff-vsock: bad --test-fault '%s' (see --help)\n",
-					optarg);
-				return EX_USAGE;
-			}
-			fprintf(stderr, "skiff-vsock: TEST ONLY: --test-fault %s\n", optarg);
-			break;
-		case 'v':
-			verbose = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'V':
-			printf("skiff-vsock %s\n", SKIFF_VERSION);
-			return 0;
 		default:
-			usage(stderr);
-			return EX_USAGE;
+			if ((c != 'v' && cli_once(TOOL, opts, seen, c, optarg, NULL)) ||
+			    parse_option(c, optarg, a))
+				return -EINVAL;
 		}
 	}
 	if (optind != argc) {
-		usage(stderr);
-		return EX_USAGE;
+		fprintf(stderr,
+			"skiff-vsock: unexpected argument '%s'; skiff-vsock takes options only "
+			"(see --help)\n",
+			argv[optind]);
+		return -EINVAL;
 	}
-	if (multi_form && (sock_path || uds_path || have_cid)) {
-		fprintf(stderr, "skiff-vsock: use either --guest or --socket/--cid/--uds\n");
-		return EX_USAGE;
-	}
-	if (!multi_form) {
-		if (!sock_path || !uds_path || !have_cid) {
-			fprintf(stderr, "skiff-vsock: --socket, --cid and --uds are required\n");
-			usage(stderr);
-			return EX_USAGE;
-		}
-		guests[0] =
-			(struct guest){ .sock_path = sock_path, .uds_path = uds_path, .cid = cid };
-		n_guests = 1;
-	}
-	for (i = 0; i < n_guests; i++)
-		for (j = 0; j < i; j++)
-			if (!strcmp(guests[i].sock_path, guests[j].sock_path)) {
-				fprintf(stderr, "skiff-vsock: socket %s given twice\n",
-					guests[i].sock_path);
-				return EX_USAGE;
-			}
+	return check_guests(a);
+}
+
+int main(int argc, char **argv)
+{
+	struct args a = { .cfg = { .mrg_rxbuf = true }, .sb_mode = SANDBOX_KILL };
+	int sig_fd = -1, stop_fd = -1, fail_fd = -1, ret, status = 1;
+	uint64_t one = 1;
+	unsigned int i;
+	pthread_t usr1;
+	sigset_t set;
+	ssize_t wr;
+
+	ret = parse_args(argc, argv, &a);
+	if (ret)
+		return ret > 0 ? 0 : EX_USAGE;
 
 	for (i = 0; i < n_guests; i++)
 		guests[i].listen_fd = -1; /* the cleanup at out: must not close fd 0 */
@@ -467,18 +573,18 @@ int main(int argc, char **argv)
 	 * Filters compiled before any thread exists; every guest's device
 	 * threads come from its spawner, each with the filter of its type.
 	 */
-	ret = sandbox_init(sb_mode, "skiff-vsock");
+	ret = sandbox_init(a.sb_mode, "skiff-vsock");
 	if (ret) {
-		fprintf(stderr, "skiff-vsock: seccomp %s: %s\n", sandbox_mode_name(sb_mode),
+		fprintf(stderr, "skiff-vsock: seccomp %s: %s\n", sandbox_mode_name(a.sb_mode),
 			strerror(-ret));
 		goto out;
 	}
-	if (sb_mode != SANDBOX_OFF)
-		cfg.spawn = sandbox_vsock_spawn;
+	if (a.sb_mode != SANDBOX_OFF)
+		a.cfg.spawn = sandbox_vsock_spawn;
 
 	for (i = 0; i < n_guests; i++) {
 		struct guest *g = &guests[i];
-		struct vsock_dev_config dc = cfg;
+		struct vsock_dev_config dc = a.cfg;
 
 		g->stop_fd = stop_fd;
 		g->fail_fd = fail_fd;
@@ -506,7 +612,7 @@ int main(int argc, char **argv)
 					strerror(-ret), hint);
 			goto out;
 		}
-		ret = vu_backend_create(g->dev, verbose, &g->vb);
+		ret = vu_backend_create(g->dev, a.verbose, &g->vb);
 		if (ret) {
 			fprintf(stderr, "skiff-vsock: %s\n", strerror(-ret));
 			goto out;
@@ -523,7 +629,7 @@ int main(int argc, char **argv)
 						     "");
 			goto out;
 		}
-		if (verbose)
+		if (a.verbose)
 			fprintf(stderr,
 				"skiff-vsock: listening on %s, cid %" PRIu64
 				", host side %s, group %s\n",

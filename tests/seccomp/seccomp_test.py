@@ -52,8 +52,10 @@ def no_core():
 def skiff_cmd(binary, guest_dir, d, *extra):
     # The echo guest connects to host port 1234; nobody listens there, so the
     # device's control thread connects (refused) and the guest gets an RST.
+    # skiff takes each option once: --console none unless the caller gives its own.
+    console = [] if "--console" in extra else ["--console", "none"]
     return [binary, "run", "--tiny-guest", "--kernel", f"{guest_dir}/guest_vsock_echo.elf",
-            "--cmdline", "port=1234 mib=1", "--mem", "64M", "--console", "none",
+            "--cmdline", "port=1234 mib=1", "--mem", "64M", *console,
             "--vsock", f"cid=3,uds={d}/v.sock,rx-threads=2", *extra]
 
 

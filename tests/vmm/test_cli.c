@@ -20,15 +20,19 @@
 
 static char out[16384];
 
-static int skiff(const char *env, const char *a1, const char *a2, const char *a3, const char *a4,
-		 const char *a5, const char *a6)
+static int skiff_argv(const char *env, const char *const *argv)
 {
-	const char *argv[] = { SKIFF_BIN, a1, a2, a3, a4, a5, a6, NULL };
-
 	return run_cmd(argv, env, out, sizeof(out), 60);
 }
 
+/* skiff(env, arg, ...): run SKIFF_BIN with the arguments up to the first NULL. */
+#define skiff(env, ...) skiff_argv(env, (const char *const[]){ SKIFF_BIN, __VA_ARGS__, NULL })
+
 #define has(s) ck_assert_msg(strstr(out, s) != NULL, "expected \"%s\" in: %s", s, out)
+
+/* The output is one line (a usage error says one thing). */
+#define one_line() \
+	ck_assert_msg(strchr(out, '\n') == out + strlen(out) - 1, "expected one line: %s", out)
 
 START_TEST(help_and_version)
 {
@@ -36,12 +40,74 @@ START_TEST(help_and_version)
 	has("usage: skiff run --kernel PATH");
 	has("--vsock cid=N,uds=PATH");
 	has("67     triple fault");
+	/* the ranges of --vsock's numeric keys */
+	has("cid         guest CID, 3..4294967294");
+	has("rx-threads  RX pump threads, 1..16");
 	ck_assert_int_eq(skiff(NULL, "--version", NULL, NULL, NULL, NULL, NULL), 0);
 	ck_assert_str_eq(out, "skiff " SKIFF_VERSION "\n");
 	ck_assert_int_eq(skiff(NULL, "frobnicate", NULL, NULL, NULL, NULL, NULL), 64);
-	has("unknown command");
+	has("skiff: unknown command 'frobnicate'");
+	has("the commands are run and help");
+	one_line();
 	ck_assert_int_eq(skiff(NULL, "run", "--bogus", NULL, NULL, NULL, NULL), 64);
-	has("unknown or incomplete option '--bogus'");
+	has("skiff: unknown option '--bogus'");
+	one_line();
+}
+END_TEST
+
+/* -h wherever --help works; "skiff help" prints the help too. */
+START_TEST(short_help)
+{
+	ck_assert_int_eq(skiff(NULL, "-h"), 0);
+	has("usage: skiff run --kernel PATH");
+	ck_assert_int_eq(skiff(NULL, "run", "-h"), 0);
+	has("usage: skiff run --kernel PATH");
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "-h"), 0);
+	has("usage: skiff run --kernel PATH");
+	ck_assert_int_eq(skiff(NULL, "help"), 0);
+	has("usage: skiff run --kernel PATH");
+}
+END_TEST
+
+/* An unknown command or option is named, with what is valid. */
+START_TEST(unknown_names)
+{
+	ck_assert_int_eq(skiff(NULL, "start"), 64);
+	has("skiff: unknown command 'start'; the commands are run and help");
+	one_line();
+	ck_assert_int_eq(skiff(NULL, NULL), 64);
+	has("skiff: no command given; the commands are run and help");
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "-x"), 64);
+	has("skiff: unknown option '-x'");
+	one_line();
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--mem"), 64);
+	has("skiff: option '--mem' needs a value");
+	one_line();
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--c", "1"), 64);
+	has("skiff: option '--c' is ambiguous; it could be --cmdline --cpus --console");
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--tiny-guest=yes"), 64);
+	has("skiff: option '--tiny-guest' takes no value");
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "extra"), 64);
+	has("skiff: unexpected argument 'extra'");
+	one_line();
+}
+END_TEST
+
+/* An option that takes a value is given once; the message names both values. */
+START_TEST(repeated_options)
+{
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--mem", "64M", "--mem", "128M"), 64);
+	has("skiff: --mem given twice ('64M', then '128M'); give it once");
+	one_line();
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--kernel", "j"), 64);
+	has("skiff: --kernel given twice ('k', then 'j')");
+	/* one vsock device per VM: a second --vsock is not a second device */
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=3,uds=/tmp/a.sock",
+			       "--vsock", "cid=4,uds=/tmp/b.sock"),
+			 64);
+	has("skiff: --vsock given twice ('cid=3,uds=/tmp/a.sock', then 'cid=4,uds=/tmp/b.sock')");
+	has("a VM has one vsock device");
+	one_line();
 }
 END_TEST
 
@@ -179,8 +245,10 @@ START_TEST(no_subcommand)
 	has("did you mean: skiff run --kernel /tmp/vmlinux --mem 64M");
 	ck_assert_int_eq(skiff(NULL, "--kernel=/tmp/vmlinux", NULL, NULL, NULL, NULL, NULL), 64);
 	has("did you mean: skiff run --kernel=/tmp/vmlinux");
+	ck_assert_int_eq(skiff(NULL, "--seccomp", "log"), 64);
+	has("did you mean: skiff run --seccomp log");
 	ck_assert_int_eq(skiff(NULL, "--frobnicate", NULL, NULL, NULL, NULL, NULL), 64);
-	has("unknown command");
+	has("skiff: unknown option '--frobnicate'; the commands are run and help");
 }
 END_TEST
 
@@ -194,7 +262,7 @@ START_TEST(vsock_backend_usage_status)
 	const char *a4[] = { SKIFF_VSOCK_BIN, "--help", NULL };
 
 	ck_assert_int_eq(run_cmd(a1, NULL, out, sizeof(out), 60), 64);
-	has("usage: skiff-vsock");
+	has("skiff-vsock: unknown option '--bogus'");
 	ck_assert_int_eq(run_cmd(a2, NULL, out, sizeof(out), 60), 64);
 	has("--socket, --cid and --uds are required");
 	ck_assert_int_eq(run_cmd(a3, NULL, out, sizeof(out), 60), 64);
@@ -208,17 +276,44 @@ END_TEST
 START_TEST(bad_sizes_and_counts)
 {
 	static const char *const bad[] = { "12Q", "0", "3M", "4G", "-1M", "M", "1T", "2MiBx" };
+	char want[64];
 	unsigned int i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--mem", bad[i], NULL), 64);
-		has("bad memory size");
+		snprintf(want, sizeof(want), "skiff: bad --mem '%s': ", bad[i]);
+		has(want);
 		has("multiple of 2M from 2M to 3G");
+		one_line();
 	}
 	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--cpus", "0", NULL), 64);
-	has("bad vCPU count '0'; give a number from 1 to 64");
+	has("skiff: bad --cpus '0': give a number of vCPUs from 1 to 64");
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--cpus", "65", NULL), 64);
+	has("skiff: bad --cpus '65': give a number of vCPUs from 1 to 64");
 	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--console", "tty", NULL), 64);
-	has("bad --console 'tty'; use stdio, none or file:PATH");
+	has("skiff: bad --console 'tty': give stdio, none or file:PATH");
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--seccomp", "strict", NULL), 64);
+	has("skiff: bad --seccomp 'strict': give kill, log or off");
+	one_line();
+}
+END_TEST
+
+/* Files skiff creates or reads: refused before the VM is built, exit 64, with the remedy. */
+START_TEST(bad_paths)
+{
+	ck_assert_int_eq(
+		skiff(NULL, "run", "--kernel", "k", "--console", "file:/missing/dir/c.log"), 64);
+	has("skiff: cannot create the console file '/missing/dir/c.log': directory "
+	    "'/missing/dir' does not exist; create it first (mkdir -p '/missing/dir') or "
+	    "choose another --console file:PATH");
+	one_line();
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--console", "file:/tmp"), 64);
+	has("console file '/tmp' is a directory");
+	ck_assert_int_eq(skiff(NULL, "run", "--tiny-guest", "--kernel", guest_path("guest_exit"),
+			       "--initrd", "/missing/initrd"),
+			 64);
+	has("skiff: cannot read initrd '/missing/initrd' (No such file or directory); check the "
+	    "path given to --initrd");
 }
 END_TEST
 
@@ -228,21 +323,24 @@ START_TEST(vsock_args)
 
 	ck_assert_int_eq(
 		skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=2,uds=/tmp/v.sock", NULL), 64);
-	has("bad vsock CID 2");
-	has("use a CID from 3 to 4294967294");
+	has("skiff: bad --vsock cid '2': give a CID from 3 to 4294967294");
+	one_line();
 	ck_assert_int_eq(
 		skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=4294967295,uds=/tmp/v", NULL),
 		64);
-	has("bad vsock CID 4294967295");
+	has("bad --vsock cid '4294967295': give a CID from 3 to 4294967294");
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=three,uds=/tmp/v"),
+			 64);
+	has("bad --vsock cid 'three': give a CID from 3 to 4294967294");
 	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--vsock", "uds=/tmp/v", NULL), 64);
 	has("--vsock needs both cid=N and uds=PATH");
 	ck_assert_int_eq(
 		skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=3,uds=/x,color=red", NULL), 64);
-	has("bad --vsock item 'color=red'");
+	has("skiff: --vsock: unknown key 'color'; the keys are cid, uds, rx-threads, mrg-rxbuf");
 	ck_assert_int_eq(
 		skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=3,uds=/x,mrg-rxbuf=yes", NULL),
 		64);
-	has("bad --vsock item 'mrg-rxbuf=yes'");
+	has("skiff: bad --vsock mrg-rxbuf 'yes': give on or off");
 	memset(longp, 'a', sizeof(longp));
 	memcpy(longp, "cid=3,uds=/tmp/", 15);
 	longp[15 + 100] = '\0';
@@ -260,6 +358,57 @@ START_TEST(vsock_args)
 		skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=3,uds=/dev/null/x.sock", NULL),
 		64);
 	has("'/dev/null' is not a directory");
+	/* a file that is not a socket where the socket goes */
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=3,uds=/dev/null"), 64);
+	has("cannot create the vsock socket '/dev/null': a file that is not a socket is there");
+}
+END_TEST
+
+/* rx-threads: the range is said when refused (0 too: leaving it out picks the default). */
+START_TEST(vsock_rx_threads_range)
+{
+	ck_assert_int_eq(
+		skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=3,uds=/tmp/v,rx-threads=999"),
+		64);
+	has("skiff: bad --vsock rx-threads '999': give a number of RX pump threads from 1 to 16");
+	one_line();
+	ck_assert_int_eq(
+		skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=3,uds=/tmp/v,rx-threads=0"),
+		64);
+	has("skiff: bad --vsock rx-threads '0': give a number of RX pump threads from 1 to 16");
+	has("leave rx-threads out for the default");
+	ck_assert_int_eq(
+		skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=3,uds=/tmp/v,rx-threads=17"),
+		64);
+	has("bad --vsock rx-threads '17'");
+	ck_assert_int_eq(
+		skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=3,uds=/tmp/v,rx-threads=-1"),
+		64);
+	has("bad --vsock rx-threads '-1'");
+}
+END_TEST
+
+/* The --vsock list itself: repeated keys, empty items, trailing commas are named. */
+START_TEST(vsock_list_syntax)
+{
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=3,cid=4,uds=/tmp/v"),
+			 64);
+	has("skiff: --vsock: key 'cid' given twice ('3', then '4'); give each key once");
+	one_line();
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=3,uds=/tmp/v,"), 64);
+	has("skiff: --vsock 'cid=3,uds=/tmp/v,' ends with a comma; remove it");
+	one_line();
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=3,,uds=/tmp/v"), 64);
+	has("skiff: --vsock 'cid=3,,uds=/tmp/v': item 2 is empty (two commas in a row)");
+	one_line();
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--vsock", ",cid=3,uds=/tmp/v"), 64);
+	has("item 1 is empty (a leading comma)");
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=3,uds="), 64);
+	has("skiff: --vsock key 'uds' has no value");
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--vsock", "cid=3,uds"), 64);
+	has("skiff: --vsock item 'uds' is not key=value");
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", "k", "--vsock", ""), 64);
+	has("skiff: --vsock is empty");
 }
 END_TEST
 
@@ -384,6 +533,9 @@ int main(void)
 
 	tcase_set_timeout(tc, 100);
 	tcase_add_test(tc, help_and_version);
+	tcase_add_test(tc, short_help);
+	tcase_add_test(tc, unknown_names);
+	tcase_add_test(tc, repeated_options);
 	tcase_add_test(tc, missing_kernel);
 	tcase_add_test(tc, unreadable_kernel);
 	tcase_add_test(tc, unknown_format);
@@ -392,7 +544,10 @@ int main(void)
 	tcase_add_test(tc, no_subcommand);
 	tcase_add_test(tc, vsock_backend_usage_status);
 	tcase_add_test(tc, bad_sizes_and_counts);
+	tcase_add_test(tc, bad_paths);
 	tcase_add_test(tc, vsock_args);
+	tcase_add_test(tc, vsock_rx_threads_range);
+	tcase_add_test(tc, vsock_list_syntax);
 	tcase_add_test(tc, vsock_uds_in_use);
 	tcase_add_test(tc, kvm_missing);
 	tcase_add_test(tc, sigterm_stops_cleanly);

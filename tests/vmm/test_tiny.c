@@ -182,6 +182,10 @@ START_TEST(config_errors)
 	vc.uds_path =
 		"/tmp/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 	ck_assert_int_eq(skiff_vm_set_vsock(vm, &vc), -ENAMETOOLONG);
+	/* more RX pump threads than the device has: refused, not clamped silently */
+	vc.uds_path = "/tmp/skiff-tiny-v.sock";
+	vc.rx_threads = SKIFF_VSOCK_MAX_RX_THREADS + 1;
+	ck_assert_int_eq(skiff_vm_set_vsock(vm, &vc), -EINVAL);
 	skiff_vm_destroy(vm);
 }
 END_TEST

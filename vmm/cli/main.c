@@ -3,36 +3,37 @@
  * skiff: the command-line front end of libskiff.
  *
  *   skiff run --kernel PATH [options]     boot a VM, exit with how it ended
- *   skiff --help | --version
+ *   skiff help | --help | -h | --version | -V
  *
- * Exit status: see usage() below and libskiff.h (SKIFF_STATUS_*).
+ * Exit status: see usage() below and libskiff.h (SKIFF_STATUS_*). A command-
+ * line mistake is one line naming the option, the value and what is valid
+ * (helpers shared with skiff-vsock: cli_common/), then SKIFF_STATUS_USAGE.
  */
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "libskiff.h"
 #include "parse.h"
+#include "skiff/cli.h"
 #include "skiff/sandbox.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: skiff run --kernel PATH [options]\n"
-		"       skiff --help | --version\n"
+		"       skiff help | --help | -h\n"
+		"       skiff --version | -V\n"
 		"\n"
 		"Boot a KVM microVM with an in-process virtio-vsock device.\n"
 		"\n"
-		"options of run:\n"
+		"options of run (each that takes a value at most once):\n"
 		"  --kernel PATH        Linux bzImage or ELF vmlinux (x86-64), or with\n"
 		"                       --tiny-guest a static ELF entered at CPL3\n"
 		"  --tiny-guest         boot --kernel as a tiny test guest (64-bit, CPL3,\n"
@@ -44,11 +45,20 @@ static void usage(FILE *f)
 		"  --mem SIZE           guest RAM, K/M/G suffixes, multiple of 2M,\n"
 		"                       2M..3G (default 128M)\n"
 		"  --cpus N             vCPUs, 1..%d (default 1)\n"
-		"  --vsock cid=N,uds=PATH[,rx-threads=N][,mrg-rxbuf=on|off]\n"
-		"                       virtio-vsock on virtio-mmio; host side is\n"
-		"                       Firecracker-style: connect to PATH and send\n"
-		"                       \"CONNECT <port>\\n\"; guest connections to port P\n"
-		"                       go to PATH_P\n"
+		"  --vsock " VSOCK_FORM "\n"
+		"                       the VM's virtio-vsock device (one per VM) on\n"
+		"                       virtio-mmio; items separated by single commas,\n"
+		"                       each key once:\n"
+		"                         cid         guest CID, 3..4294967294\n"
+		"                         uds         host-side socket path, at most 96\n"
+		"                                     bytes, in an existing directory\n"
+		"                         rx-threads  RX pump threads, 1..%u (default:\n"
+		"                                     one per online core, at most 4)\n"
+		"                         mrg-rxbuf   offer mergeable RX buffers\n"
+		"                                     (default off)\n"
+		"                       host side is Firecracker-style: connect to PATH\n"
+		"                       and send \"CONNECT <port>\\n\"; guest connections\n"
+		"                       to port P go to PATH_P\n"
 		"  --console stdio|file:PATH|none\n"
 		"                       where COM1 (ttyS0) goes (default stdio; input\n"
 		"                       is read from stdin when it is a terminal)\n"
@@ -57,6 +67,7 @@ static void usage(FILE *f)
 		"                       forbidden system call ends skiff by SIGSYS with a\n"
 		"                       message naming the thread and the call; log: the\n"
 		"                       kernel logs it and lets it run)\n"
+		"  -h, --help           this text\n"
 		"\n"
 		"exit status:\n"
 		"  0      guest powered off (or a tiny guest exited with 0)\n"
@@ -69,7 +80,7 @@ static void usage(FILE *f)
 		"  69     guest exit code above 63\n"
 		"  70     VMM error (KVM, host resources)\n"
 		"  130/143 stopped by SIGINT/SIGTERM\n",
-		SKIFF_MAX_VCPUS);
+		SKIFF_MAX_VCPUS, SKIFF_VSOCK_MAX_RX_THREADS);
 }
 
 /* The signal thread: turns SIGINT/SIGTERM into skiff_vm_stop(). */
@@ -185,52 +196,6 @@ static int kvm_error(int err)
 	return SKIFF_STATUS_VMM_ERROR;
 }
 
-/*
- * The device creates the vsock socket at --vsock uds=PATH (and PATH_<port>
- * for guest connections): its directory must exist and be writable. Return:
- * 0, or -1 after a message naming the path and the remedy.
- */
-static int check_uds_dir(const char *uds)
-{
-	char dir[PATH_MAX];
-	const char *slash = strrchr(uds, '/');
-	struct stat st;
-
-	if (!slash) {
-		strcpy(dir, ".");
-	} else if (slash == uds) {
-		strcpy(dir, "/");
-	} else {
-		if ((size_t)(slash - uds) >= sizeof(dir))
-			return 0; /* the length check reports it */
-		memcpy(dir, uds, (size_t)(slash - uds));
-		dir[slash - uds] = '\0';
-	}
-	if (stat(dir, &st)) {
-		fprintf(stderr,
-			"skiff: cannot create the vsock socket '%s': directory '%s' %s; create it "
-			"first (mkdir -p '%s') or choose another uds=PATH\n",
-			uds, dir, errno == ENOENT ? "does not exist" : strerror(errno), dir);
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		fprintf(stderr,
-			"skiff: cannot create the vsock socket '%s': '%s' is not a directory; "
-			"choose a uds=PATH inside a directory\n",
-			uds, dir);
-		return -1;
-	}
-	if (access(dir, W_OK | X_OK)) {
-		fprintf(stderr,
-			"skiff: cannot create the vsock socket '%s': directory '%s' is not "
-			"writable (%s); choose a directory this user can write (e.g. /tmp) or "
-			"change its permissions\n",
-			uds, dir, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
 struct run_opts {
 	const char *kernel, *initrd, *cmdline;
 	bool tiny;
@@ -238,30 +203,96 @@ struct run_opts {
 	uint64_t mem;
 	unsigned int cpus;
 	bool vsock_set;
+	char *vsock_buf; /* the --vsock copy that vsock.uds points into; freed by cmd_run() */
 	struct vsock_opt vsock;
 	enum skiff_console_kind console;
 	const char *console_path;
 	enum sandbox_mode seccomp;
 };
 
+static const struct option run_longopts[] = {
+	{ "kernel", required_argument, NULL, 'k' },
+	{ "initrd", required_argument, NULL, 'i' },
+	{ "cmdline", required_argument, NULL, 'c' },
+	{ "mem", required_argument, NULL, 'm' },
+	{ "cpus", required_argument, NULL, 'n' },
+	{ "vsock", required_argument, NULL, 'v' },
+	{ "console", required_argument, NULL, 'o' },
+	{ "tiny-guest", no_argument, NULL, 't' },
+	{ "seccomp", required_argument, NULL, 'S' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* One option of run and its value. Return: 0; -EINVAL after a message. */
+static int run_option(int c, char *arg, struct run_opts *o)
+{
+	uint64_t v;
+
+	switch (c) {
+	case 'k':
+		o->kernel = arg;
+		break;
+	case 'i':
+		o->initrd = arg;
+		break;
+	case 'c':
+		o->cmdline = arg;
+		break;
+	case 't':
+		o->tiny = true;
+		break;
+	case 'm':
+		if (cli_parse_size(arg, &o->mem) || o->mem < (2u << 20) || o->mem > (3ull << 30) ||
+		    o->mem % (2u << 20)) {
+			cli_bad_value("skiff", "--mem", arg,
+				      "give a multiple of 2M from 2M to 3G, with a K, M or G "
+				      "suffix (e.g. --mem 256M)");
+			return -EINVAL;
+		}
+		o->mem_set = true;
+		break;
+	case 'n':
+		if (cli_parse_uint(arg, 1, SKIFF_MAX_VCPUS, &v)) {
+			cli_bad_value("skiff", "--cpus", arg, "give a number of vCPUs from 1 to %d",
+				      SKIFF_MAX_VCPUS);
+			return -EINVAL;
+		}
+		o->cpus = (unsigned int)v;
+		break;
+	case 'v':
+		o->vsock_buf = strdup(arg); /* cut up by parse_vsock(); argv stays as given */
+		if (!o->vsock_buf) {
+			fputs("skiff: out of memory\n", stderr);
+			return -EINVAL;
+		}
+		if (parse_vsock(o->vsock_buf, arg, &o->vsock) ||
+		    cli_check_sock_path("skiff", "vsock socket", "uds=PATH", o->vsock.uds, 11))
+			return -EINVAL;
+		o->vsock_set = true;
+		break;
+	case 'o':
+		if (parse_console(arg, &o->console, &o->console_path)) {
+			cli_bad_value("skiff", "--console", arg, "give stdio, none or file:PATH");
+			return -EINVAL;
+		}
+		if (o->console_path && cli_check_out_file("skiff", "console file",
+							  "--console file:PATH", o->console_path))
+			return -EINVAL;
+		break;
+	case 'S':
+		if (sandbox_parse_mode(arg, &o->seccomp)) {
+			cli_bad_value("skiff", "--seccomp", arg, "give kill, log or off");
+			return -EINVAL;
+		}
+		break;
+	}
+	return 0;
+}
+
 static int parse_run(int argc, char **argv, struct run_opts *o)
 {
-	static const struct option longopts[] = {
-		{ "kernel", required_argument, NULL, 'k' },
-		{ "initrd", required_argument, NULL, 'i' },
-		{ "cmdline", required_argument, NULL, 'c' },
-		{ "mem", required_argument, NULL, 'm' },
-		{ "cpus", required_argument, NULL, 'n' },
-		{ "vsock", required_argument, NULL, 'v' },
-		{ "console", required_argument, NULL, 'o' },
-		{ "tiny-guest", no_argument, NULL, 't' },
-		{ "seccomp", required_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const size_t uds_max = sizeof(((struct sockaddr_un *)0)->sun_path) - 12;
-	const char *bad;
-	uint64_t v;
+	const char *seen[256] = { NULL };
 	int c;
 
 	memset(o, 0, sizeof(*o));
@@ -270,101 +301,26 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	o->seccomp = SANDBOX_KILL;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'k':
-			o->kernel = optarg;
-			break;
-		case 'i':
-			o->initrd = optarg;
-			break;
-		case 'c':
-			o->cmdline = optarg;
-			break;
-		case 't':
-			o->tiny = true;
-			break;
-		case 'm':
-			if (parse_size(optarg, &o->mem) || o->mem < (2u << 20) ||
-			    o->mem > (3ull << 30) || o->mem % (2u << 20)) {
-				fprintf(stderr,
-					"skiff: bad memory size '%s'; give a multiple of 2M from 2M "
-					"to 3G, with a K, M or G suffix (e.g. --mem 256M)\n",
-					optarg);
-				return -EINVAL;
-			}
-			o->mem_set = true;
-			break;
-		case 'n':
-			if (parse_uint(optarg, 1, SKIFF_MAX_VCPUS, &v)) {
-				fprintf(stderr,
-					"skiff: bad vCPU count '%s'; give a number from 1 to %d\n",
-					optarg, SKIFF_MAX_VCPUS);
-				return -EINVAL;
-			}
-			o->cpus = (unsigned int)v;
-			break;
-		case 'v':
-			if (parse_vsock(optarg, &o->vsock, &bad)) {
-				fprintf(stderr,
-					"skiff: bad --vsock item '%s'; use "
-					"cid=N,uds=PATH[,rx-threads=N][,mrg-rxbuf=on|off]\n",
-					bad ? bad : optarg);
-				return -EINVAL;
-			}
-			if (!o->vsock.cid_set || !o->vsock.uds) {
-				fprintf(stderr,
-					"skiff: --vsock needs both cid=N and uds=PATH (e.g. "
-					"--vsock cid=3,uds=/tmp/skiff.sock)\n");
-				return -EINVAL;
-			}
-			if (o->vsock.cid < 3 || o->vsock.cid >= 0xffffffffull) {
-				fprintf(stderr,
-					"skiff: bad vsock CID %llu; CIDs 0, 1 and 2 are reserved "
-					"(hypervisor, local, host) and 4294967295 means any: use a CID "
-					"from 3 to 4294967294, e.g. cid=3\n",
-					(unsigned long long)o->vsock.cid);
-				return -EINVAL;
-			}
-			if (strlen(o->vsock.uds) > uds_max) {
-				fprintf(stderr,
-					"skiff: vsock socket path '%s' is %zu bytes, too long; a Unix "
-					"socket path holds 107 bytes and skiff appends \"_<port>\", so "
-					"use a path of at most %zu bytes (e.g. under /tmp)\n",
-					o->vsock.uds, strlen(o->vsock.uds), uds_max);
-				return -EINVAL;
-			}
-			if (check_uds_dir(o->vsock.uds))
-				return -EINVAL;
-			o->vsock_set = true;
-			break;
-		case 'o':
-			if (parse_console(optarg, &o->console, &o->console_path)) {
-				fprintf(stderr,
-					"skiff: bad --console '%s'; use stdio, none or file:PATH\n",
-					optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'S':
-			if (sandbox_parse_mode(optarg, &o->seccomp)) {
-				fprintf(stderr, "skiff: bad --seccomp '%s'; use kill, log or off\n",
-					optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'h':
+	while ((c = getopt_long(argc, argv, ":h", run_longopts, NULL)) != -1) {
+		if (c == 'h') {
 			usage(stdout);
 			exit(0);
-		default:
-			fprintf(stderr,
-				"skiff: unknown or incomplete option '%s'; see skiff --help\n",
-				argv[optind - 1]);
+		}
+		if (c == '?' || c == ':') {
+			cli_getopt_error("skiff", c, argv, run_longopts);
 			return -EINVAL;
 		}
+		if (c != 't' &&
+		    cli_once("skiff", run_longopts, seen, c, optarg,
+			     c == 'v' ? "a VM has one vsock device: give --vsock once" : NULL))
+			return -EINVAL;
+		if (run_option(c, optarg, o))
+			return -EINVAL;
 	}
 	if (optind < argc) {
-		fprintf(stderr, "skiff: unexpected argument '%s'; see skiff --help\n",
+		fprintf(stderr,
+			"skiff: unexpected argument '%s'; run takes options only (see skiff "
+			"--help)\n",
 			argv[optind]);
 		return -EINVAL;
 	}
@@ -375,6 +331,15 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
 	return 0;
 }
 
+static int initrd_error(const char *path, int err)
+{
+	fprintf(stderr,
+		"skiff: cannot read initrd '%s' (%s); check the path given to --initrd and its "
+		"permissions\n",
+		path, strerror(-err));
+	return SKIFF_STATUS_USAGE;
+}
+
 static int configure(struct skiff_vm *vm, const struct run_opts *o)
 {
 	int err;
@@ -382,19 +347,13 @@ static int configure(struct skiff_vm *vm, const struct run_opts *o)
 	err = skiff_vm_set_kernel(vm, o->kernel, o->tiny ? SKIFF_KERNEL_TINY : SKIFF_KERNEL_LINUX);
 	if (err)
 		return kernel_error(o->kernel, err, o->tiny);
-	if (o->initrd) {
-		err = skiff_vm_set_initrd(vm, o->initrd);
-		if (err) {
-			fprintf(stderr,
-				"skiff: cannot read initrd '%s' (%s); check the path given "
-				"to --initrd and its permissions\n",
-				o->initrd, strerror(-err));
-			return SKIFF_STATUS_USAGE;
-		}
-	}
+	if (o->initrd && (err = skiff_vm_set_initrd(vm, o->initrd)))
+		return initrd_error(o->initrd, err);
 	if (o->cmdline && (err = skiff_vm_set_cmdline(vm, o->cmdline))) {
-		fprintf(stderr, "skiff: command line too long (%s); keep it under 2048 bytes\n",
-			strerror(-err));
+		fprintf(stderr,
+			"skiff: bad --cmdline: %zu bytes, too long (%s); give at most 2047 bytes "
+			"(Linux, with what skiff appends) or 4095 (tiny guest)\n",
+			strlen(o->cmdline), strerror(-err));
 		return SKIFF_STATUS_USAGE;
 	}
 	if (o->mem_set && skiff_vm_set_memory(vm, o->mem))
@@ -464,18 +423,15 @@ static void write_stats(struct skiff_vm *vm, FILE *f)
 	fclose(f);
 }
 
-static int cmd_run(int argc, char **argv)
+/* Boot the VM @o describes and wait for its end. Return: the exit status. */
+static int run_vm(const struct run_opts *o)
 {
 	struct sig_ctx sc = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct skiff_exit ex;
-	struct run_opts o;
 	struct skiff_vm *vm;
 	FILE *stats = NULL;
 	pthread_t th;
 	int err, status;
-
-	if (parse_run(argc, argv, &o))
-		return SKIFF_STATUS_USAGE;
 
 	/* Block SIGINT/SIGTERM before any thread exists; one thread sigwait()s for them. */
 	sigemptyset(&sc.set);
@@ -484,21 +440,23 @@ static int cmd_run(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
 
 	/* File problems are reported even on a host without KVM. */
-	if (access(o.kernel, R_OK))
-		return kernel_error(o.kernel, -errno, o.tiny);
+	if (access(o->kernel, R_OK))
+		return kernel_error(o->kernel, -errno, o->tiny);
+	if (o->initrd && access(o->initrd, R_OK))
+		return initrd_error(o->initrd, -errno);
 
 	/* Filters compiled before any thread exists (the signal thread is filtered too). */
-	err = sandbox_init(o.seccomp, "skiff");
+	err = sandbox_init(o->seccomp, "skiff");
 	if (err) {
 		fprintf(stderr, "skiff: cannot set up seccomp (%s): %s\n",
-			sandbox_mode_name(o.seccomp), strerror(-err));
+			sandbox_mode_name(o->seccomp), strerror(-err));
 		return err == -ENOTSUP ? SKIFF_STATUS_USAGE : SKIFF_STATUS_VMM_ERROR;
 	}
 
 	err = skiff_vm_create(&vm);
 	if (err)
 		return kvm_error(err);
-	status = configure(vm, &o);
+	status = configure(vm, o);
 	if (status) {
 		skiff_vm_destroy(vm);
 		return status;
@@ -567,16 +525,28 @@ out:
 	return status;
 }
 
+static int cmd_run(int argc, char **argv)
+{
+	struct run_opts o;
+	int status;
+
+	status = parse_run(argc, argv, &o) ? SKIFF_STATUS_USAGE : run_vm(&o);
+	free(o.vsock_buf);
+	return status;
+}
+
 /* Is @arg one of run's options (--kernel, --kernel=X, ...)? */
 static bool is_run_option(const char *arg)
 {
-	static const char *const opts[] = { "--kernel", "--initrd", "--cmdline", "--mem",
-					    "--cpus",	"--vsock",  "--console", "--tiny-guest" };
-	size_t i, n;
+	const struct option *o;
+	size_t n;
 
-	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
-		n = strlen(opts[i]);
-		if (!strncmp(arg, opts[i], n) && (arg[n] == '\0' || arg[n] == '='))
+	if (strncmp(arg, "--", 2))
+		return false;
+	for (o = run_longopts; o->name; o++) {
+		n = strlen(o->name);
+		if (o->val != 'h' && !strncmp(arg + 2, o->name, n) &&
+		    (arg[n + 2] == '\0' || arg[n + 2] == '='))
 			return true;
 	}
 	return false;
@@ -584,30 +554,38 @@ static bool is_run_option(const char *arg)
 
 int main(int argc, char **argv)
 {
+	const char *cmd = argc >= 2 ? argv[1] : NULL;
+
 	t_main_ns = mono_ns();
-	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+	if (cmd && (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help"))) {
 		usage(stdout);
 		return 0;
 	}
-	if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))) {
+	if (cmd && (!strcmp(cmd, "--version") || !strcmp(cmd, "-V"))) {
 		printf("skiff %s\n", skiff_version());
 		return 0;
 	}
-	if (argc >= 2 && !strcmp(argv[1], "run"))
+	if (cmd && !strcmp(cmd, "run"))
 		return cmd_run(argc - 1, argv + 1);
-	if (argc >= 2 && is_run_option(argv[1])) {
+	if (cmd && is_run_option(cmd)) {
 		int i;
 
 		/* "skiff --kernel X ...": options of run without the command. */
 		fprintf(stderr,
 			"skiff: '%s' is an option of the run command; did you mean: skiff run",
-			argv[1]);
+			cmd);
 		for (i = 1; i < argc; i++)
 			fprintf(stderr, " %s", argv[i]);
 		fprintf(stderr, "\n");
 		return SKIFF_STATUS_USAGE;
 	}
-	fprintf(stderr, "skiff: %s; try 'skiff run --kernel PATH' or 'skiff --help'\n",
-		argc < 2 ? "no command given" : "unknown command");
+	if (!cmd)
+		fprintf(stderr, "skiff: no command given; ");
+	else if (cmd[0] == '-')
+		fprintf(stderr, "skiff: unknown option '%s'; ", cmd);
+	else
+		fprintf(stderr, "skiff: unknown command '%s'; ", cmd);
+	fprintf(stderr, "the commands are run and help, the options --help and --version "
+			"(e.g. skiff run --kernel PATH)\n");
 	return SKIFF_STATUS_USAGE;
 }

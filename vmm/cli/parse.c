@@ -2,107 +2,56 @@
 /* Option value parsers for the skiff CLI (see parse.h). */
 #include "parse.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
-int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+#include "skiff/cli.h"
+
+enum { VSOCK_CID, VSOCK_UDS, VSOCK_RX_THREADS, VSOCK_MRG_RXBUF };
+
+int parse_vsock(char *s, const char *orig, struct vsock_opt *out)
 {
-	unsigned long long v;
-	char *end;
-
-	if (!s || !isdigit((unsigned char)*s))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-int parse_size(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	unsigned int shift = 0;
-	char *end;
-
-	if (!s || !isdigit((unsigned char)*s))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -EINVAL;
-	switch (tolower((unsigned char)*end)) {
-	case '\0':
-		break;
-	case 'k':
-		shift = 10;
-		break;
-	case 'm':
-		shift = 20;
-		break;
-	case 'g':
-		shift = 30;
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (shift) {
-		end++;
-		if (*end && strcasecmp(end, "ib") && strcasecmp(end, "b"))
-			return -EINVAL;
-	}
-	if (v > (UINT64_MAX >> shift))
-		return -EINVAL;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
-int parse_vsock(char *s, struct vsock_opt *out, const char **bad)
-{
-	char *save = NULL, *tok;
+	static const char *const keys[] = { "cid", "uds", "rx-threads", "mrg-rxbuf", NULL };
+	struct cli_kv kv = { .keys = keys };
+	const char *mrg;
 	uint64_t v;
 
 	memset(out, 0, sizeof(*out));
-	for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(tok, '=');
-
-		*bad = tok;
-		if (!eq)
-			return -EINVAL;
-		*eq = '\0';
-		if (!strcmp(tok, "cid")) {
-			if (parse_uint(eq + 1, 0, UINT64_MAX, &out->cid))
-				goto bad;
-			out->cid_set = true;
-		} else if (!strcmp(tok, "uds")) {
-			if (!eq[1])
-				goto bad;
-			out->uds = eq + 1;
-		} else if (!strcmp(tok, "rx-threads")) {
-			if (parse_uint(eq + 1, 0, 64, &v))
-				goto bad;
-			out->rx_threads = (unsigned int)v;
-		} else if (!strcmp(tok, "mrg-rxbuf")) {
-			if (!strcmp(eq + 1, "on"))
-				out->mrg_rxbuf = true;
-			else if (!strcmp(eq + 1, "off"))
-				out->mrg_rxbuf = false;
-			else
-				goto bad;
-		} else {
-			goto bad;
-		}
-		*eq = '=';
+	if (cli_kv_parse(s, &kv)) {
+		cli_kv_report("skiff", "--vsock", orig, &kv, VSOCK_FORM);
+		return -EINVAL;
 	}
-	*bad = NULL;
+	if (!kv.val[VSOCK_CID] || !kv.val[VSOCK_UDS]) {
+		fprintf(stderr, "skiff: --vsock needs both cid=N and uds=PATH (e.g. --vsock "
+				"cid=3,uds=/tmp/skiff.sock)\n");
+		return -EINVAL;
+	}
+	if (cli_parse_uint(kv.val[VSOCK_CID], 3, 0xfffffffeull, &out->cid)) {
+		cli_bad_value("skiff", "--vsock cid", kv.val[VSOCK_CID],
+			      "give a CID from 3 to 4294967294, e.g. cid=3 (0, 1 and 2 are "
+			      "reserved: hypervisor, local, host; 4294967295 means any)");
+		return -EINVAL;
+	}
+	out->uds = kv.val[VSOCK_UDS];
+	if (kv.val[VSOCK_RX_THREADS]) {
+		if (cli_parse_uint(kv.val[VSOCK_RX_THREADS], 1, SKIFF_VSOCK_MAX_RX_THREADS, &v)) {
+			cli_bad_value("skiff", "--vsock rx-threads", kv.val[VSOCK_RX_THREADS],
+				      "give a number of RX pump threads from 1 to %u, or leave "
+				      "rx-threads out for the default (one per online core, at "
+				      "most 4)",
+				      SKIFF_VSOCK_MAX_RX_THREADS);
+			return -EINVAL;
+		}
+		out->rx_threads = (unsigned int)v;
+	}
+	mrg = kv.val[VSOCK_MRG_RXBUF];
+	if (mrg && strcmp(mrg, "on") && strcmp(mrg, "off")) {
+		cli_bad_value("skiff", "--vsock mrg-rxbuf", mrg, "give on or off (default off)");
+		return -EINVAL;
+	}
+	out->mrg_rxbuf = mrg && !strcmp(mrg, "on");
 	return 0;
-bad:
-	*strchr(*bad, '\0') = '=';
-	return -EINVAL;
 }
 
 int parse_console(const char *s, enum skiff_console_kind *kind, const char **path)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Parsing of `skiff run` option values. Each returns 0 or -EINVAL and never prints. */
+/* Parsing of `skiff run` option values (numbers and sizes: skiff/cli.h). */
 #ifndef SKIFF_CLI_PARSE_H
 #define SKIFF_CLI_PARSE_H
 
@@ -8,27 +8,28 @@
 
 #include "libskiff.h"
 
-/* "512M", "1G", "65536", "2MiB": bytes, K/M/G binary suffixes, case-insensitive. */
-int parse_size(const char *s, uint64_t *out);
-
-/* A decimal unsigned number in [min, max]. */
-int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* The syntax of --vsock, as the messages and --help give it. */
+#define VSOCK_FORM "cid=N,uds=PATH[,rx-threads=N][,mrg-rxbuf=on|off]"
 
 struct vsock_opt {
-	bool cid_set;
-	uint64_t cid; /* range is checked by the caller, to name the problem */
+	uint64_t cid; /* 3 .. 0xfffffffe */
 	char *uds; /* points into the string given to parse_vsock() */
-	unsigned int rx_threads;
+	unsigned int rx_threads; /* 0 (not given: device default) or 1 .. max */
 	bool mrg_rxbuf;
 };
 
 /*
- * parse_vsock() - "cid=N,uds=PATH[,rx-threads=N][,mrg-rxbuf=on|off]"; @s is
- * modified in place. On -EINVAL, *bad points at the offending key=value.
+ * parse_vsock() - VSOCK_FORM into @out. @s is a copy of @orig that is cut up
+ * in place (out->uds points into it). cid and uds are required; each key
+ * at most once. Return: 0; -EINVAL after one line on stderr naming the
+ * item, key or value and what is valid.
  */
-int parse_vsock(char *s, struct vsock_opt *out, const char **bad);
+int parse_vsock(char *s, const char *orig, struct vsock_opt *out);
 
-/* parse_console() - "stdio", "none" or "file:PATH" (*path points into @s). */
+/*
+ * parse_console() - "stdio", "none" or "file:PATH" (*path points into @s).
+ * Return: 0; -EINVAL (nothing printed).
+ */
 int parse_console(const char *s, enum skiff_console_kind *kind, const char **path);
 
 #endif /* SKIFF_CLI_PARSE_H */

@@ -92,10 +92,14 @@ struct skiff_exit {
 	char message[256]; /* human-readable detail, NUL-terminated */
 };
 
+/* Most RX pump threads of the vsock device (struct skiff_vsock_config.rx_threads). */
+#define SKIFF_VSOCK_MAX_RX_THREADS 16u
+
 struct skiff_vsock_config {
 	uint64_t guest_cid; /* >= 3 and < 0xffffffff */
 	const char *uds_path; /* Firecracker-style hybrid socket path; copied */
-	unsigned int rx_threads; /* RX pump threads, 0 = device default */
+	/* RX pump threads, 1..SKIFF_VSOCK_MAX_RX_THREADS; 0: one per online core, at most 4 */
+	unsigned int rx_threads;
 	bool mrg_rxbuf; /* offer VIRTIO_VSOCK_F_MRG_RXBUF */
 	uint32_t conn_buf_size; /* buf_alloc advertised per connection; 0 = device default */
 	/*
@@ -187,7 +191,9 @@ int skiff_vm_set_console(struct skiff_vm *vm, enum skiff_console_kind kind, cons
 
 /*
  * skiff_vm_set_vsock() - add the virtio-vsock device on virtio-mmio.
- * Return: 0; -EINVAL for a CID outside 3..0xfffffffe or an empty path;
+ * One device per VM: a second call replaces the first's settings.
+ * Return: 0; -EINVAL for a CID outside 3..0xfffffffe, an empty path or
+ * rx_threads over SKIFF_VSOCK_MAX_RX_THREADS;
  * -ENAMETOOLONG when uds_path plus "_<port>" does not fit a sockaddr_un, or
  * the group name is over 63 bytes;
  * -ENOTSUP when skiff was built without the device library; -ENOMEM; -EBUSY.

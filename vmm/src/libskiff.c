@@ -361,7 +361,7 @@ int skiff_vm_set_vsock(struct skiff_vm *h, const struct skiff_vsock_config *cfg)
 	const size_t max_path = sizeof(((struct sockaddr_un *)0)->sun_path) - 12;
 
 	if (!h || !cfg || !cfg->uds_path || !*cfg->uds_path || cfg->guest_cid < 3 ||
-	    cfg->guest_cid >= 0xffffffffull)
+	    cfg->guest_cid >= 0xffffffffull || cfg->rx_threads > SKIFF_VSOCK_MAX_RX_THREADS)
 		return -EINVAL;
 	if (strlen(cfg->uds_path) > max_path)
 		return -ENAMETOOLONG;

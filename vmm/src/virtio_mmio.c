@@ -50,7 +50,11 @@ void virtio_mmio_counters(struct virtio_mmio *d, struct skiff_counters *out)
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "libskiff.h"
 #include "skiff/vsock_dev.h"
+
+_Static_assert(SKIFF_VSOCK_MAX_RX_THREADS == VSOCK_MAX_RX_THREADS,
+	       "libskiff.h and vsock_dev.h disagree on the most RX pump threads");
 
 /* Registers, virtio 1.2 table 4.1. */
 #define VMMIO_MAGIC 0x000

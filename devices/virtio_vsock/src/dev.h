@@ -30,7 +30,7 @@
 /* Defaults and limits (see README.md). */
 #define DEV_DEFAULT_MAX_CONNS 1024u
 #define DEV_DEFAULT_BUF (256u * 1024u)
-#define DEV_MAX_PUMPS 16u
+#define DEV_MAX_PUMPS VSOCK_MAX_RX_THREADS
 #define DEV_MAX_PENDING_CONNECT 64u /* host sockets still writing CONNECT */
 #define DEV_CONNECT_LINE_MAX 32u /* "CONNECT <port>\n" must fit */
 #define DEV_RAW_MAX 256u /* RSTs owed for packets of no connection */

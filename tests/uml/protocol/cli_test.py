@@ -4,6 +4,7 @@
 (clean exit, both socket files removed), SIGKILL leaving stale socket files that the next
 start replaces. Usage: cli_test.py SKIFF_VSOCK"""
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -45,22 +46,94 @@ def request(s, req, payload=b""):
     return r, flags, body
 
 
-r = subprocess.run([BIN, "--help"], capture_output=True, text=True)
-expect(r.returncode == 0 and "--socket" in r.stdout and "--seccomp kill|log|off" in r.stdout,
-       "--help exits 0 with usage (naming --seccomp)")
-r = subprocess.run([BIN, "--version"], capture_output=True, text=True)
-expect(r.returncode == 0 and r.stdout.startswith("skiff-vsock "), "--version")
-for bad in (["--cid", "2", "--socket", "/tmp/x", "--uds", "/tmp/y"], ["--socket", "/tmp/x"],
-            ["--cid", "3", "--socket", "/tmp/x", "--uds", "/tmp/y", "--mrg-rxbuf", "maybe"],
-            ["--cid", "4294967295", "--socket", "/tmp/x", "--uds", "/tmp/y"], ["--bogus"],
-            ["--cid", "3", "--socket", "/tmp/x", "--uds", "/tmp/y", "--seccomp", "maybe"],
-            ["--guest", "socket=/tmp/x,cid=3", "--seccomp", "strict"],
-            *(["--cid", "3", "--socket", "/tmp/x", "--uds", "/tmp/y", "--test-fault", f]
-              for f in ("bad-num-buffers", "bad-num-buffers=", "bad-num-buffers=zeros", "bad-hdr-len=zero",
-                        "bad-num-buffers=over,", "bad-num-buffers=over,port=", "bad-num-buffers=over,port=0",
-                        "bad-num-buffers=over,port=4294967296", "bad-num-buffers=over,prt=5"))):
-    r = subprocess.run([BIN, *bad], capture_output=True, text=True)
-    expect(r.returncode == 64, f"bad arguments {bad} exit 64 (EX_USAGE) (got {r.returncode})")
+def usage_error(args, *needles):
+    """A bad command line: exit 64 exactly and one stderr line, starting with the tool's name
+    (not argv[0]'s path), that contains every needle (the option, the value, what is valid)."""
+    try:
+        r = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=10)
+    except subprocess.TimeoutExpired:  # the arguments were taken: it started serving
+        expect(False, f"bad arguments {args}: exit 64 (got: accepted, still running after 10 s)")
+        return
+    lines = r.stderr.splitlines()
+    ok = (r.returncode == 64 and len(lines) == 1 and lines[0].startswith("skiff-vsock: ")
+          and all(n in lines[0] for n in needles))
+    expect(ok, f"bad arguments {args}: exit 64 (got {r.returncode}), one line naming {needles}"
+           + ("" if ok else f": {r.stderr!r}"))
+
+
+for h in ("--help", "-h"):
+    r = subprocess.run([BIN, h], capture_output=True, text=True)
+    expect(r.returncode == 0 and "--socket" in r.stdout and "--seccomp kill|log|off" in r.stdout,
+           f"{h} exits 0 with usage (naming --seccomp)")
+    expect("--rx-threads N       RX pump threads per guest, 1 .. 16" in r.stdout
+           and "--cid N              guest CID, 3 .. 4294967294" in r.stdout
+           and "1 .. 65536" in r.stdout and "4096 .. 64M" in r.stdout,
+           f"{h} gives the range of every numeric option")
+for v in ("--version", "-V"):
+    r = subprocess.run([BIN, v], capture_output=True, text=True)
+    expect(r.returncode == 0 and r.stdout.startswith("skiff-vsock "), v)
+
+T = tempfile.mkdtemp(prefix="vu-cli-args-")  # where a wrongly accepted command line makes sockets
+X, Y = f"{T}/x", f"{T}/y"
+ONE = ["--socket", X, "--cid", "3", "--uds", Y]
+# getopt's own errors (unknown, missing value, ambiguous, value to a flag), extra arguments
+usage_error(["--bogus"], "unknown option '--bogus'", "see skiff-vsock --help")
+usage_error(["-x"], "unknown option '-x'")
+usage_error(["--cid"], "option '--cid' needs a value")
+usage_error(["--ver"], "option '--ver' is ambiguous", "--verbose", "--version")
+usage_error(["--verbose=yes", *ONE], "option '--verbose' takes no value")
+usage_error([*ONE, "extra"], "unexpected argument 'extra'")
+# numbers: the option, the value and the range
+for cid in ("2", "4294967295", "0x10", "-3", "three"):
+    usage_error(["--socket", X, "--cid", cid, "--uds", Y], f"bad --cid '{cid}'",
+                "from 3 to 4294967294")
+for n in ("0", "17", "999"):
+    usage_error([*ONE, "--rx-threads", n], f"bad --rx-threads '{n}'", "from 1 to 16")
+for n in ("0", "65537", "64Q"):
+    usage_error([*ONE, "--rx-pkt-max", n], f"bad --rx-pkt-max '{n}'", "from 1 to 65536")
+for n in ("4095", "65M", "lots"):
+    usage_error([*ONE, "--conn-buf", n], f"bad --conn-buf '{n}'", "from 4096 (4K) to 67108864 (64M)")
+usage_error([*ONE, "--mrg-rxbuf", "maybe"], "bad --mrg-rxbuf 'maybe'", "give on or off")
+usage_error([*ONE, "--seccomp", "maybe"], "bad --seccomp 'maybe'", "give kill, log or off")
+usage_error(["--guest", f"socket={X},cid=3", "--seccomp", "strict"], "bad --seccomp 'strict'")
+for f in ("bad-num-buffers", "bad-num-buffers=", "bad-num-buffers=zeros", "bad-hdr-len=zero",
+          "bad-num-buffers=over,", "bad-num-buffers=over,port=", "bad-num-buffers=over,port=0",
+          "bad-num-buffers=over,port=4294967296", "bad-num-buffers=over,prt=5"):
+    usage_error([*ONE, "--test-fault", f], f"bad --test-fault '{f}'", "port=P (P from 1 to 4294967295)")
+# options given twice (--guest is the repeatable one)
+usage_error([*ONE, "--cid", "4"], "--cid given twice ('3', then '4')")
+usage_error([*ONE, "--rx-threads", "1", "--rx-threads", "2"], "--rx-threads given twice ('1', then '2')")
+usage_error([*ONE, "--socket", f"{T}/z"], f"--socket given twice ('{X}', then '{T}/z')")
+# the one-guest form: what is missing is named
+usage_error(["--socket", X], "--socket, --cid and --uds are required (missing: --cid --uds)")
+usage_error(["--guest", f"socket={X},cid=3", "--cid", "4"], "--guest does not mix with --cid")
+usage_error(["--socket", X, "--cid", "3", "--uds", X], f"path '{X}' is given twice (as socket or uds of one guest)")
+# --guest lists: empty items, trailing commas, repeated and unknown keys, values
+usage_error(["--guest", f"socket={X},cid=3,"], f"--guest 'socket={X},cid=3,' ends with a comma")
+usage_error(["--guest", f"socket={X},,cid=3"], f"--guest 'socket={X},,cid=3': item 2 is empty")
+usage_error(["--guest", f",socket={X},cid=3"], "item 1 is empty (a leading comma)")
+usage_error(["--guest", f"socket={X},cid=3,cid=4"], "--guest: key 'cid' given twice ('3', then '4')")
+usage_error(["--guest", f"socket={X},cid=3,colour=red"], "--guest: unknown key 'colour'",
+            "socket, cid, uds, group")
+usage_error(["--guest", f"socket={X},cid"], "--guest item 'cid' is not key=value")
+usage_error(["--guest", f"socket={X},cid="], "--guest key 'cid' has no value")
+usage_error(["--guest", f"socket={X}"], f"--guest 'socket={X}' lacks cid=N")
+usage_error(["--guest", f"socket={X},cid=2"], "bad --guest cid '2'", "from 3 to 4294967294")
+usage_error(["--guest", f"socket={X},cid=3,group=" + "g" * 64], "bad --guest group", "at most 63 bytes")
+# paths: a missing directory is named with the remedy, before anything is created
+usage_error(["--socket", X, "--cid", "3", "--uds", "/nonexistent/v.sock"],
+            "cannot create the host socket '/nonexistent/v.sock'", "directory '/nonexistent' does not exist",
+            "mkdir -p '/nonexistent'", "--uds PATH")
+usage_error(["--socket", "/nonexistent/vu.sock", "--cid", "3", "--uds", Y],
+            "cannot create the vhost-user socket '/nonexistent/vu.sock'", "mkdir -p '/nonexistent'")
+usage_error(["--guest", f"socket={X},cid=3,uds=/nonexistent/h"], "--guest uds=PATH",
+            "directory '/nonexistent' does not exist")
+usage_error(["--socket", X, "--cid", "3", "--uds", "/dev/null"],
+            "'/dev/null': a file that is not a socket is there")
+usage_error(["--socket", X, "--cid", "3", "--uds", "/tmp/" + "u" * 92],
+            "is 97 bytes, too long", "at most 96 bytes")
+
+shutil.rmtree(T)
 
 r = subprocess.run([BIN, "--help"], capture_output=True, text=True)
 expect("--test-fault" in r.stdout and "TEST ONLY" in r.stdout, "--help documents --test-fault as test only")

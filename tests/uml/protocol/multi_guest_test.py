@@ -64,7 +64,14 @@ with tempfile.TemporaryDirectory(prefix="vu-multi-") as d:
         r = run(bad)
         expect(r.returncode == 64, f"bad arguments {bad[1:]} exit 64 (EX_USAGE) (got {r.returncode})")
     r = run(["--guest", f"socket={d}/a,cid=3", "--guest", f"socket={d}/b,cid=3"])
-    expect(r.returncode == 1 and "cid 3" in r.stderr, "same CID in one group: exit 1")
+    expect(r.returncode == 64 and "cid 3 given to two guests of the default group" in r.stderr,
+           "same CID in one group: a usage error, exit 64")
+    r = run(["--guest", f"socket={d}/a,cid=3,uds={d}/h", "--guest", f"socket={d}/b,cid=4,uds={d}/h"])
+    expect(r.returncode == 64 and f"path '{d}/h' is given twice (as socket or uds of two guests)"
+           in r.stderr, "same host socket for two guests: exit 64")
+    r = run(["--guest", f"socket={d}/a,cid=3", "--guest", f"socket={d}/b,cid=4,uds={d}/a"])
+    expect(r.returncode == 64 and f"path '{d}/a' is given twice" in r.stderr,
+           "one guest's socket as another's host socket: exit 64")
     expect(not os.path.exists(f"{d}/a") and not os.path.exists(f"{d}/b"),
            "nothing left behind after a failed start")
 
@@ -103,12 +110,20 @@ with tempfile.TemporaryDirectory(prefix="vu-multi-") as d:
 
     # A start that fails at its first guest leaves the sockets of later guests alone,
     # even when they belong to another live instance.
-    p = subprocess.Popen([BIN, "--guest", f"socket={d}/x,cid=5"], stderr=subprocess.PIPE, text=True)
+    # (Its host socket is taken by that instance: found at start, not by the argument checks.)
+    p = subprocess.Popen([BIN, "--guest", f"socket={d}/x,cid=5,uds={d}/hx"], stderr=subprocess.PIPE,
+                         text=True)
     sx = connect(f"{d}/x", p)
+    r = run(["--guest", f"socket={d}/a,cid=3,uds={d}/hx", "--guest", f"socket={d}/x,cid=4"])
+    expect(r.returncode == 1, f"first guest's device cannot be made: exit 1 (got {r.returncode})")
+    expect(os.path.exists(f"{d}/x") and os.path.exists(f"{d}/hx") and get_cid(sx) == 5,
+           "the other instance's socket files and frontend are untouched")
+    expect(not os.path.exists(f"{d}/a"), "the failed start left no socket file of its own")
+    # A socket whose directory is missing is a usage error, found before anything is made.
     r = run(["--guest", f"socket={d}/nodir/a,cid=3", "--guest", f"socket={d}/x,cid=4"])
-    expect(r.returncode == 1, f"first guest's socket cannot be made: exit 1 (got {r.returncode})")
-    expect(os.path.exists(f"{d}/x") and get_cid(sx) == 5,
-           "the other instance's socket file and frontend are untouched")
+    expect(r.returncode == 64 and f"directory '{d}/nodir' does not exist" in r.stderr,
+           f"a socket in a missing directory: exit 64, named (got {r.returncode})")
+    expect(os.path.exists(f"{d}/x") and get_cid(sx) == 5, "and the other instance is untouched")
     p.send_signal(signal.SIGTERM)
     expect(p.wait(timeout=20) == 0, "that instance still exits cleanly")
     p.stderr.close()

@@ -60,6 +60,9 @@ struct vsock_mem_region {
 /* Longest routing group name (struct vsock_dev_config.group), without the NUL. */
 #define VSOCK_GROUP_NAME_MAX 63
 
+/* Most RX pump threads (struct vsock_dev_config.rx_threads); more are clamped to it. */
+#define VSOCK_MAX_RX_THREADS 16u
+
 /* The most regions a memory table may hold (vhost-user's usual limit). */
 #define VSOCK_MAX_MEM_REGIONS 8
 
@@ -119,7 +122,10 @@ struct vsock_dev_config {
 	 * unknown CID). At most VSOCK_GROUP_NAME_MAX bytes; copied.
 	 */
 	const char *group;
-	/* RX pump threads; 0 picks a default from the online core count. */
+	/*
+	 * RX pump threads, at most VSOCK_MAX_RX_THREADS (more are clamped);
+	 * 0 picks a default: one per online core, at most 4.
+	 */
 	unsigned int rx_threads;
 	/* Offer VIRTIO_VSOCK_F_MRG_RXBUF (bit 4). */
 	bool mrg_rxbuf;
