@@ -213,6 +213,21 @@ static uint32_t small_msg_len(unsigned int i, unsigned int n)
 	return 1 + (i % 7 == 1);
 }
 
+/* A zero-length RW packet of @c (costs no credit, so the driver's count stays right). */
+static void send_empty_rw(struct fx *fx, struct sim_conn *c, uint32_t flags)
+{
+	struct sim_conn_info ci;
+	struct virtio_vsock_hdr h;
+
+	sim_conn_info(c, &ci);
+	sim_hdr_init(fx->drv, &h, ci.local_port, ci.peer_port, VIRTIO_VSOCK_TYPE_SEQPACKET,
+		     VIRTIO_VSOCK_OP_RW);
+	h.flags = flags;
+	h.buf_alloc = 256 * 1024; /* the driver's default */
+	h.fwd_cnt = ci.fwd_cnt;
+	ck_assert_int_ge(sim_send_pkt(fx->drv, &h, NULL, 0, SIM_SHAPE_LINEAR, FX_T), 0);
+}
+
 static void small_msg_fill(uint8_t *b, unsigned int i, uint32_t len)
 {
 	uint32_t j;
@@ -228,7 +243,9 @@ static void small_msg_fill(uint8_t *b, unsigned int i, uint32_t len)
  * boundaries and contents, in order, and the connection is not reset. The
  * backlog used to keep a 4-byte length per message in its byte ring, which
  * credit does not count (a zero-length message costs no credit at all), so
- * a slow reader's connection was reset with ENOBUFS.
+ * a slow reader's connection was reset with ENOBUFS. Before the last
+ * message, two assembled from fragments: an empty one (RW 0, then RW 0 with
+ * EOM) and "abc" (RW 0, then RW "abc" with EOM).
  */
 START_TEST(t_seqpacket_small_msgs)
 {
@@ -254,6 +271,12 @@ START_TEST(t_seqpacket_small_msgs)
 	for (i = 0; i < N; i++) {
 		uint32_t len = small_msg_len(i, N);
 
+		if (i == N - 1) {
+			send_empty_rw(&fx, c, 0);
+			send_empty_rw(&fx, c, VIRTIO_VSOCK_SEQ_EOM);
+			send_empty_rw(&fx, c, 0);
+			ck_assert_int_eq(sim_send_msg(c, "abc", 3, false, FX_T), 3);
+		}
 		small_msg_fill(b, i, len);
 		ck_assert_int_eq(sim_send_msg(c, b, len, false, FX_T), (ssize_t)len);
 		empties += !len;
@@ -262,8 +285,14 @@ START_TEST(t_seqpacket_small_msgs)
 	ck_assert_int_eq(sim_wait_tx_idle(fx.drv, FX_T), 0);
 	for (i = 0; i < N; i++) {
 		uint32_t len = small_msg_len(i, N);
-		ssize_t r = host_recv_msg(fd, b, sizeof(b), FX_T);
+		ssize_t r;
 
+		if (i == N - 1) {
+			ck_assert_int_eq(host_recv_msg(fd, b, sizeof(b), FX_T), 0);
+			ck_assert_int_eq(host_recv_msg(fd, b, sizeof(b), FX_T), 3);
+			ck_assert_int_eq(memcmp(b, "abc", 3), 0);
+		}
+		r = host_recv_msg(fd, b, sizeof(b), FX_T);
 		ck_assert_msg(r == (ssize_t)len, "message %u of %u: %zd bytes, not %u", i, N, r,
 			      len);
 		small_msg_fill(want, i, len);
