@@ -237,8 +237,8 @@ static void bl_consume(struct conn *c, uint32_t n)
  * Most records a guest within its credit can make us keep: every record
  * but the head (whose message may have gone already) and the open one
  * starts with a message of at least one byte of credit, since an empty
- * message is counted on the record before it (a new record only when that
- * count is full, after 2^32 - 1 of them).
+ * message is counted on the record before it. (Only a run of 2^32 - 1
+ * empty messages behind one record needs a record of its own.)
  */
 static uint32_t sq_rec_max(const struct conn *c)
 {
@@ -250,8 +250,11 @@ static struct sq_rec *sq_at(const struct conn *c, uint32_t i)
 	return &c->sq_recs[(c->sq_head + i) % c->sq_cap];
 }
 
-/* Append the record {@len, 1}. Return: 0; -ENOMEM; -ENOBUFS beyond sq_rec_max(). */
-static int sq_push(struct conn *c, uint32_t len)
+/*
+ * Append the record of a new message, so far empty.
+ * Return: 0; -ENOMEM; -ENOBUFS beyond sq_rec_max().
+ */
+static int sq_push(struct conn *c)
 {
 	if (c->sq_cnt == c->sq_cap) {
 		uint32_t max = sq_rec_max(c), cap, i;
@@ -270,7 +273,7 @@ static int sq_push(struct conn *c, uint32_t len)
 		c->sq_cap = cap;
 		c->sq_head = 0;
 	}
-	*sq_at(c, c->sq_cnt++) = (struct sq_rec){ .len = len, .n = 1 };
+	*sq_at(c, c->sq_cnt++) = (struct sq_rec){ .len = 0, .n = 1 };
 	return 0;
 }
 
@@ -508,7 +511,7 @@ static int rw_seqpacket(struct conn *c, const struct iovec *p, unsigned int n, u
 	if (!c->sq_open) {
 		if (!len && eom && sq_count_empty(c))
 			return conn_flush(c);
-		ret = sq_push(c, 0);
+		ret = sq_push(c);
 		if (ret)
 			return ret;
 		c->sq_open = true;
