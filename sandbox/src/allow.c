@@ -142,6 +142,7 @@ static int add_vcpu(scmp_filter_ctx ctx)
 	static const unsigned long reqs[] = {
 		KVM_RUN,       KVM_GET_REGS,	    KVM_SET_REGS,	 KVM_GET_SREGS,
 		KVM_TRANSLATE, KVM_GET_VCPU_EVENTS, KVM_SET_VCPU_EVENTS, KVM_IRQ_LINE,
+		KVM_GET_FPU, /* the fwait answer (vmm/arch/x86_64/x86.c) */
 	};
 	int ret = allow_ioctls(ctx, reqs, sizeof(reqs) / sizeof(reqs[0]));
 
@@ -157,7 +158,8 @@ static int add_vcpu(scmp_filter_ctx ctx)
 /* skiff's main thread once the VM runs: wait, then tear everything down. */
 static int add_vmm_main(scmp_filter_ctx ctx)
 {
-	static const unsigned long reqs[] = { KVM_IOEVENTFD, KVM_IRQFD, KVM_IRQ_LINE };
+	/* virtio-mmio teardown: deassign its ioeventfds and irqfd */
+	static const unsigned long reqs[] = { KVM_IOEVENTFD, KVM_IRQFD };
 	static const int nrs[] = { SCMP_SYS(unlink), SCMP_SYS(fstat), SCMP_SYS(newfstatat),
 				   SCMP_SYS(lseek) };
 	int ret = allow_ioctls(ctx, reqs, sizeof(reqs) / sizeof(reqs[0]));

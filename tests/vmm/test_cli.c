@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -524,6 +525,111 @@ START_TEST(sigterm_stops_cleanly)
 }
 END_TEST
 
+/*
+ * A 5 KiB bzImage whose 64-bit entry (startup_64, protected-mode part + 0x200,
+ * entered at CPL 0) runs @code (at most 64 bytes), then writes 7 to the
+ * debug-exit port 0x501. Setup header of boot protocol 2.12 with
+ * XLF_KERNEL_64; no real kernel.
+ */
+static void write_bzimage(const char *path, const uint8_t *code, size_t len)
+{
+	static const uint8_t exit7[] = {
+		0x66, 0xba, 0x01, 0x05, /* mov $0x501, %dx */
+		0xb0, 0x07, /* mov $7, %al */
+		0xee, /* out %al, %dx */
+		0xf4, /* hlt */
+		0xeb, 0xfd, /* jmp to the hlt */
+	};
+	enum { SETUP_SECTS = 1, PM_LEN = 4096, LEN = (SETUP_SECTS + 1) * 512 + PM_LEN };
+	static uint8_t img[LEN];
+	uint8_t *pm = img + (SETUP_SECTS + 1) * 512;
+	FILE *f;
+
+	memset(img, 0, sizeof(img));
+	img[0x1f1] = SETUP_SECTS;
+	img[0x1fe] = 0x55;
+	img[0x1ff] = 0xaa;
+	img[0x200] = 0xeb; /* jmp over the header, which ends at 0x26c */
+	img[0x201] = 0x6a;
+	memcpy(img + 0x202, "HdrS", 4);
+	img[0x206] = 0x0c; /* protocol 2.12 */
+	img[0x207] = 0x02;
+	img[0x230] = 0x00; /* kernel_alignment 2 MiB */
+	img[0x232] = 0x20;
+	img[0x236] = 0x01; /* XLF_KERNEL_64 */
+	img[0x238] = 0xff; /* cmdline_size 255 */
+	img[0x262] = 0x01; /* init_size 64 KiB */
+	memset(pm, 0xf4, PM_LEN); /* hlt everywhere else */
+	memcpy(pm + 0x200, code, len);
+	memcpy(pm + 0x200 + len, exit7, sizeof(exit7));
+	f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(img, 1, sizeof(img), f), sizeof(img));
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/*
+ * fwait at CPL 0 under the default --seccomp kill (issue 22, finding 2).
+ * Where ring 0 is emulated (PVM), KVM cannot emulate fwait and skiff
+ * answers it with KVM_GET_FPU from the vCPU thread, which its filter must
+ * allow: the guest exits 7 with filters off and on. Linux runs fwait on
+ * every task exit. Elsewhere fwait runs natively and both runs pass anyway.
+ */
+START_TEST(fwait_under_seccomp)
+{
+	static const uint8_t fwait[] = { 0x9b };
+	char dir[64], img[128];
+
+	if (!kvm_present())
+		return;
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(img, sizeof(img), "%s/fwait.bzImage", dir);
+	write_bzimage(img, fwait, sizeof(fwait));
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", img, "--seccomp", "off", NULL), 7);
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", img, "--seccomp", "kill", NULL), 7);
+	ck_assert_msg(!strstr(out, "seccomp"), "%s", out);
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", img, NULL, NULL, NULL),
+			 7); /* the default */
+	/* the counters file written by the filtered main thread, a character device */
+	ck_assert_int_eq(skiff("SKIFF_STATS=/dev/null", "run", "--kernel", img, NULL, NULL, NULL),
+			 7);
+	ck_assert_int_eq(unlink(img), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/*
+ * The other exit handlers that call KVM on the vCPU thread, under kill:
+ * int3 at CPL 0 (on PVM an emulation failure that skiff answers by
+ * injecting #BP: KVM_SET_REGS, KVM_GET/SET_VCPU_EVENTS) with no IDT, so
+ * the guest ends in a triple fault, which is reported with its registers
+ * (KVM_GET_REGS, KVM_GET_SREGS): status 67 both with filters off and on.
+ */
+START_TEST(int3_and_triple_fault_under_seccomp)
+{
+	static const uint8_t int3[] = {
+		0x0f, 0x01, 0x1d, 0x03, 0x00, 0x00, 0x00, /* lidt 3(%rip): limit 0 */
+		0xcc, /* int3 */
+		0xeb, 0x0a, /* jmp over the IDT pointer */
+		0,    0,    0,	  0,	0,    0,    0,	  0, 0, 0
+	};
+	char dir[64], img[128];
+
+	if (!kvm_present())
+		return;
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(img, sizeof(img), "%s/int3.bzImage", dir);
+	write_bzimage(img, int3, sizeof(int3));
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", img, "--seccomp", "off", NULL), 67);
+	has("triple fault on vCPU 0 (rip=");
+	ck_assert_int_eq(skiff(NULL, "run", "--kernel", img, "--seccomp", "kill", NULL), 67);
+	has("triple fault on vCPU 0 (rip=");
+	ck_assert_msg(!strstr(out, "seccomp"), "%s", out);
+	ck_assert_int_eq(unlink(img), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("vmm_cli");
@@ -551,6 +657,8 @@ int main(void)
 	tcase_add_test(tc, vsock_uds_in_use);
 	tcase_add_test(tc, kvm_missing);
 	tcase_add_test(tc, sigterm_stops_cleanly);
+	tcase_add_test(tc, fwait_under_seccomp);
+	tcase_add_test(tc, int3_and_triple_fault_under_seccomp);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -400,6 +400,8 @@ static uint64_t mono_ns(void)
  * With SKIFF_STATS=PATH in the environment, write counters as key=value
  * lines to PATH when the VM has ended (for bench/vmm_bench.c).
  */
+static char stats_buf[1024]; /* the stats file's stdio buffer, see cmd_run() */
+
 static void write_stats(struct skiff_vm *vm, FILE *f)
 {
 	struct skiff_counters c;
@@ -500,6 +502,13 @@ static int run_vm(const struct run_opts *o)
 	/* The VM runs: from here on the main thread only waits and tears down. */
 	if (getenv("SKIFF_STATS"))
 		stats = fopen(getenv("SKIFF_STATS"), "w"); /* opened before the filter forbids it */
+	/*
+	 * Our own buffer: otherwise stdio allocates one at the first write,
+	 * under the filter, and for a character device (/dev/null, a tty)
+	 * asks isatty(), an ioctl (TCGETS) that the main thread must not make.
+	 */
+	if (stats)
+		setvbuf(stats, stats_buf, _IOFBF, sizeof(stats_buf));
 	if (sandbox_enter(SANDBOX_VMM_MAIN)) {
 		fputs("skiff: seccomp: cannot filter the main thread\n", stderr);
 		skiff_vm_stop(vm);

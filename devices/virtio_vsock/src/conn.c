@@ -12,8 +12,6 @@
 #include "iov.h"
 #include "rx_chains.h"
 
-#define SQ_NONE UINT32_MAX
-
 /*
  * Let the host socket hold the whole window we advertise to the guest
  * (buf_alloc), so that a host reader keeping up takes every packet straight
@@ -52,7 +50,6 @@ struct conn *conn_new(struct vsock_dev *dev, int fd, uint16_t type, uint32_t loc
 	c->peer_port = peer_port;
 	c->refs = 1;
 	c->buf_alloc = dev->cfg.conn_buf_size;
-	c->sq_open = SQ_NONE;
 	c->pump = &dev->pumps[(local_port * 31u + peer_port) % dev->n_pumps];
 	host_sndbuf(fd, c->buf_alloc);
 	if (req) {
@@ -79,6 +76,7 @@ void conn_put(struct conn *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->bl);
+	free(c->sq_recs);
 	free(c->msg);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -163,23 +161,30 @@ void conn_reset(struct conn *c, bool send_rst)
 	free(c->bl);
 	c->bl = NULL;
 	c->bl_len = c->bl_cap = c->bl_head = 0;
+	free(c->sq_recs);
+	c->sq_recs = NULL;
+	c->sq_cap = c->sq_head = c->sq_cnt = 0;
+	c->sq_open = false;
 	c->pending = send_rst ? PEND_RST : 0;
 	conn_schedule(c);
 }
 
 /* ---- backlog ring ---- */
 
+/*
+ * Room for @need more bytes. The ring holds buf_alloc bytes: it only ever
+ * holds guest bytes received and not yet taken by the host socket
+ * (g2h_recv - g2h_fwd), which the credit check keeps within buf_alloc.
+ */
 static int bl_reserve(struct conn *c, uint32_t need)
 {
+	if (!need)
+		return 0;
 	if (!c->bl) {
-		uint32_t cap = c->buf_alloc;
-
-		if (c->type == VIRTIO_VSOCK_TYPE_SEQPACKET)
-			cap = cap * 2 + 64;
-		c->bl = malloc(cap);
+		c->bl = malloc(c->buf_alloc);
 		if (!c->bl)
 			return -ENOMEM;
-		c->bl_cap = cap;
+		c->bl_cap = c->buf_alloc;
 		c->bl_head = c->bl_len = 0;
 	}
 	return c->bl_cap - c->bl_len >= need ? 0 : -ENOBUFS;
@@ -199,34 +204,6 @@ static void bl_append_iov(struct conn *c, const struct iovec *iov, unsigned int 
 		off += chunk;
 		len -= chunk;
 	}
-}
-
-static void bl_append(struct conn *c, const void *src, uint32_t len)
-{
-	struct iovec v = { (void *)(uintptr_t)src, len };
-
-	bl_append_iov(c, &v, 1, 0, len);
-}
-
-/* Overwrite 4 bytes at ring position @pos (may wrap). */
-static void bl_poke32(struct conn *c, uint32_t pos, uint32_t v)
-{
-	const uint8_t *s = (const uint8_t *)&v;
-	unsigned int i;
-
-	for (i = 0; i < 4; i++)
-		c->bl[(pos + i) % c->bl_cap] = s[i];
-}
-
-static uint32_t bl_peek32(const struct conn *c, uint32_t pos)
-{
-	uint32_t v;
-	uint8_t *d = (uint8_t *)&v;
-	unsigned int i;
-
-	for (i = 0; i < 4; i++)
-		d[i] = c->bl[(pos + i) % c->bl_cap];
-	return v;
 }
 
 /* iovecs for @len ring bytes starting @skip bytes after the head. */
@@ -252,6 +229,71 @@ static void bl_consume(struct conn *c, uint32_t n)
 		c->bl_head = 0;
 }
 
+/* ---- SEQPACKET message records ---- */
+
+#define SQ_RECS_MIN 16
+
+/*
+ * Most records a guest within its credit can make us keep: every record
+ * but the head (whose message may have gone already) and the open one
+ * starts with a message of at least one byte of credit, since an empty
+ * message is counted on the record before it. (Only a run of 2^32 - 1
+ * empty messages behind one record needs a record of its own.)
+ */
+static uint32_t sq_rec_max(const struct conn *c)
+{
+	return c->buf_alloc > UINT32_MAX - 2 ? UINT32_MAX : c->buf_alloc + 2;
+}
+
+static struct sq_rec *sq_at(const struct conn *c, uint32_t i)
+{
+	return &c->sq_recs[(c->sq_head + i) % c->sq_cap];
+}
+
+/*
+ * Append the record of a new message, so far empty.
+ * Return: 0; -ENOMEM; -ENOBUFS beyond sq_rec_max().
+ */
+static int sq_push(struct conn *c)
+{
+	if (c->sq_cnt == c->sq_cap) {
+		uint32_t max = sq_rec_max(c), cap, i;
+		struct sq_rec *r;
+
+		if (c->sq_cap >= max)
+			return -ENOBUFS;
+		cap = c->sq_cap ? (c->sq_cap > max / 2 ? max : c->sq_cap * 2) : SQ_RECS_MIN;
+		r = malloc((size_t)cap * sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		for (i = 0; i < c->sq_cnt; i++)
+			r[i] = *sq_at(c, i);
+		free(c->sq_recs);
+		c->sq_recs = r;
+		c->sq_cap = cap;
+		c->sq_head = 0;
+	}
+	*sq_at(c, c->sq_cnt++) = (struct sq_rec){ .len = 0, .n = 1 };
+	return 0;
+}
+
+/* One more empty message after the last record. Return: false if it has no room. */
+static bool sq_count_empty(struct conn *c)
+{
+	struct sq_rec *t = c->sq_cnt ? sq_at(c, c->sq_cnt - 1) : NULL;
+
+	if (!t || t->n == UINT32_MAX)
+		return false;
+	t->n++;
+	return true;
+}
+
+/* Whether the backlog holds anything (for SEQPACKET also a message being assembled). */
+static bool bl_busy(const struct conn *c)
+{
+	return c->type == VIRTIO_VSOCK_TYPE_SEQPACKET ? c->sq_cnt : c->bl_len;
+}
+
 static ssize_t send_iov(int fd, const struct iovec *iov, unsigned int n)
 {
 	struct msghdr m = { .msg_iov = (struct iovec *)(uintptr_t)iov, .msg_iovlen = n };
@@ -272,7 +314,7 @@ static void delivered(struct conn *c, uint32_t n)
 /* After the backlog drained: pass on a guest half-close, or finish a close. */
 static void after_drain(struct conn *c)
 {
-	if (c->bl_len || c->state != CONN_ESTABLISHED)
+	if (bl_busy(c) || c->state != CONN_ESTABLISHED)
 		return;
 	if (c->rst_when_drained) {
 		conn_reset(c, true);
@@ -282,36 +324,61 @@ static void after_drain(struct conn *c)
 		shutdown(c->fd, SHUT_WR);
 }
 
-int conn_flush(struct conn *c)
+/*
+ * Send the complete messages of a SEQPACKET backlog, one host message each,
+ * in order. Return: whether one is left to send (EAGAIN), or -errno.
+ */
+static int sq_flush(struct conn *c)
+{
+	struct iovec v[2];
+	ssize_t r;
+
+	while (c->sq_cnt > (c->sq_open ? 1u : 0u)) {
+		struct sq_rec *h = sq_at(c, 0);
+
+		r = send_iov(c->fd, v, h->len ? bl_iov(c, 0, h->len, v) : 0);
+		if (r == -EAGAIN)
+			return 1;
+		if (r < 0)
+			return (int)r;
+		if (h->len) {
+			bl_consume(c, h->len);
+			delivered(c, h->len);
+			h->len = 0; /* what is left of the record: h->n - 1 empty messages */
+		}
+		if (--h->n)
+			continue;
+		c->sq_head = (c->sq_head + 1) % c->sq_cap;
+		c->sq_cnt--;
+	}
+	return 0;
+}
+
+/* Send what a STREAM backlog holds. Return: whether bytes are left (EAGAIN), or -errno. */
+static int stream_flush(struct conn *c)
 {
 	struct iovec v[2];
 	ssize_t r;
 
 	while (c->bl_len) {
-		if (c->type == VIRTIO_VSOCK_TYPE_SEQPACKET) {
-			uint32_t mlen;
-
-			if (c->sq_open == c->bl_head)
-				break; /* the head message is still being assembled */
-			mlen = bl_peek32(c, c->bl_head);
-			r = send_iov(c->fd, v, mlen ? bl_iov(c, 4, mlen, v) : 0);
-			if (r == -EAGAIN)
-				break;
-			if (r < 0)
-				return (int)r;
-			bl_consume(c, 4 + mlen);
-			delivered(c, mlen);
-			continue;
-		}
 		r = send_iov(c->fd, v, bl_iov(c, 0, c->bl_len, v));
 		if (r == -EAGAIN)
-			break;
+			return 1;
 		if (r < 0)
 			return (int)r;
 		bl_consume(c, (uint32_t)r);
 		delivered(c, (uint32_t)r);
 	}
-	pump_set_out(c, c->bl_len && c->sq_open != c->bl_head);
+	return 0;
+}
+
+int conn_flush(struct conn *c)
+{
+	int left = c->type == VIRTIO_VSOCK_TYPE_SEQPACKET ? sq_flush(c) : stream_flush(c);
+
+	if (left < 0)
+		return left;
+	pump_set_out(c, left);
 	conn_maybe_credit(c);
 	after_drain(c);
 	return 0;
@@ -415,14 +482,21 @@ static int rw_stream(struct conn *c, const struct iovec *p, unsigned int n, uint
 	return 0;
 }
 
-/* Guest RW payload of a SEQPACKET connection: assemble until EOM. */
+/*
+ * Guest RW payload of a SEQPACKET connection: assemble until EOM. The
+ * message bytes go to the byte ring (within buf_alloc by credit), their
+ * boundaries to the records (at most one per byte of credit), so a guest
+ * within its credit never overflows the backlog, whatever its message sizes.
+ */
 static int rw_seqpacket(struct conn *c, const struct iovec *p, unsigned int n, uint32_t len,
 			uint32_t flags)
 {
 	bool eom = flags & (VIRTIO_VSOCK_SEQ_EOM | VIRTIO_VSOCK_SEQ_EOR);
+	struct sq_rec *t;
 	ssize_t r;
+	int ret;
 
-	if (!c->bl_len && eom) {
+	if (!c->sq_cnt && eom) {
 		/* A whole message and nothing queued before it: send in place. */
 		r = send_iov(c->fd, p, n);
 		if (r >= 0) {
@@ -432,20 +506,27 @@ static int rw_seqpacket(struct conn *c, const struct iovec *p, unsigned int n, u
 		if (r != -EAGAIN)
 			return (int)r;
 	}
-	if (bl_reserve(c, len + (c->sq_open == SQ_NONE ? 4 : 0)))
+	if (bl_reserve(c, len))
 		return -ENOBUFS;
-	if (c->sq_open == SQ_NONE) {
-		uint32_t zero = 0;
-
-		c->sq_open = (c->bl_head + c->bl_len) % c->bl_cap;
-		c->sq_open_len = 0;
-		bl_append(c, &zero, 4);
+	if (!c->sq_open) {
+		if (!len && eom && sq_count_empty(c))
+			return conn_flush(c);
+		ret = sq_push(c);
+		if (ret)
+			return ret;
+		c->sq_open = true;
 	}
 	bl_append_iov(c, p, n, 0, len);
-	c->sq_open_len += len;
+	t = sq_at(c, c->sq_cnt - 1);
+	t->len += len;
 	if (eom) {
-		bl_poke32(c, c->sq_open, c->sq_open_len);
-		c->sq_open = SQ_NONE;
+		c->sq_open = false;
+		if (!t->len && c->sq_cnt > 1) {
+			/* It was empty after all: count it on the record before. */
+			c->sq_cnt--;
+			if (!sq_count_empty(c))
+				c->sq_cnt++;
+		}
 	}
 	return conn_flush(c);
 }
