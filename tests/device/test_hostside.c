@@ -3,8 +3,9 @@
  * Device tests, host clients as people use them (issue 22, findings 8 and 9):
  *
  *   one-shot senders   "CONNECT <port>\n" and data, then shutdown(SHUT_WR)
- *                      or close, with or without reading "OK": the guest
- *                      gets every byte, then EOF (not an RST)
+ *                      or close, with or without reading "OK" (or leaving
+ *                      it unread): the guest gets every byte, then EOF
+ *                      (not an RST)
  *   churn              many sequential host connections less than 250 ms
  *                      apart: each closed connection gives its fd back when
  *                      it closes, the process's fd count stays flat
@@ -26,6 +27,12 @@
 
 enum oneshot_mode {
 	OS_SHUT_WR_READ_OK, /* shutdown(SHUT_WR), read "OK", wait for EOF, close */
+	/*
+	 * shutdown(SHUT_WR), wait until "OK" is there, close without reading
+	 * it: with the guest's credit at 4 KiB most of the data is still in
+	 * the device's socket then, and its reads end in ECONNRESET.
+	 */
+	OS_OK_UNREAD,
 	OS_SHUT_WR_CLOSE, /* shutdown(SHUT_WR), close without reading "OK" */
 	OS_CLOSE, /* close right after the write */
 	OS_CLOSE_BEFORE_START, /* the same while the device is not started yet (lobby) */
@@ -45,7 +52,8 @@ START_TEST(t_oneshot_sender)
 {
 	enum oneshot_mode mode = (enum oneshot_mode)(_i / N_LEN);
 	size_t len = oneshot_len[_i % N_LEN], hdr, got = 0;
-	struct fx_opts o = { .no_attach = mode == OS_CLOSE_BEFORE_START };
+	struct fx_opts o = { .no_attach = mode == OS_CLOSE_BEFORE_START,
+			     .drv.buf_alloc = mode == OS_OK_UNREAD ? 4096 : 0 };
 	struct vsock_dev_counters k;
 	struct sim_listener *l;
 	struct sim_conn *c;
@@ -68,8 +76,13 @@ START_TEST(t_oneshot_sender)
 	fd = hp_connect_raw(fx.uds);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(hp_write_all(fd, msg, hdr + len, FX_T), (ssize_t)(hdr + len));
-	if (mode == OS_SHUT_WR_READ_OK || mode == OS_SHUT_WR_CLOSE)
+	if (mode == OS_SHUT_WR_READ_OK || mode == OS_OK_UNREAD || mode == OS_SHUT_WR_CLOSE)
 		ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
+	if (mode == OS_OK_UNREAD) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+		ck_assert_int_eq(poll(&pf, 1, FX_T), 1); /* "OK" came */
+	}
 	if (mode != OS_SHUT_WR_READ_OK) {
 		close(fd);
 		fd = -1;
