@@ -232,6 +232,12 @@ static inline int dev_spawn(struct vsock_dev *dev, enum vsock_thread_kind kind, 
 int dev_fd_budget(const struct vsock_dev *dev);
 /* dev_fd_take() - count one more host fd if the budget allows. Return: false when over. */
 bool dev_fd_take(struct vsock_dev *dev);
+/*
+ * dev_fd_admit() - count host client @fd, just accepted, if the budget
+ * allows; else close it (EOF, never "OK") and count the refusal.
+ * Return: whether it was admitted.
+ */
+bool dev_fd_admit(struct vsock_dev *dev, int fd);
 /* dev_fd_close() - close a host fd counted by dev_fd_take(). */
 void dev_fd_close(struct vsock_dev *dev, int fd);
 

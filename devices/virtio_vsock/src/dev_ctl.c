@@ -550,8 +550,9 @@ int64_t ctl_expire_pending(struct vsock_dev *dev, int64_t now)
 		if (pc->deadline_ms <= now) {
 			CTR_ADD(dev, conns_refused, 1);
 			pending_free(dev, pc); /* no full line in time: EOF, never OK */
-		} else if (pc->deadline_ms < first)
+		} else if (pc->deadline_ms < first) {
 			first = pc->deadline_ms;
+		}
 	}
 	return first;
 }
@@ -611,12 +612,8 @@ void ctl_adopt(struct vsock_dev *dev, int fd, int pid)
 /* A client accepted on the listener: within the fd budget, a pending CONNECT. */
 static void client_accepted(struct vsock_dev *dev, int fd)
 {
-	if (!dev_fd_take(dev)) {
-		CTR_ADD(dev, conns_refused, 1);
-		close(fd); /* over this device's fd budget: EOF, never OK */
-		return;
-	}
-	ctl_adopt(dev, fd, uds_peer_pid(fd));
+	if (dev_fd_admit(dev, fd))
+		ctl_adopt(dev, fd, uds_peer_pid(fd));
 }
 
 static void accept_all(struct vsock_dev *dev)

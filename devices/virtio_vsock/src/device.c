@@ -45,6 +45,15 @@ bool dev_fd_take(struct vsock_dev *dev)
 	return false;
 }
 
+bool dev_fd_admit(struct vsock_dev *dev, int fd)
+{
+	if (dev_fd_take(dev))
+		return true;
+	CTR_ADD(dev, conns_refused, 1);
+	close(fd); /* over this device's fd budget */
+	return false;
+}
+
 void dev_fd_close(struct vsock_dev *dev, int fd)
 {
 	close(fd);

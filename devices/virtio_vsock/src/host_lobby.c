@@ -61,11 +61,8 @@ static void lobby_hold(struct vsock_dev *dev, int fd, int64_t now)
 	struct lobby *lb = &dev->lobby;
 	int pid, v;
 
-	if (!dev_fd_take(dev)) {
-		CTR_ADD(dev, conns_refused, 1);
-		close(fd); /* over this device's fd budget: EOF, never OK */
+	if (!dev_fd_admit(dev, fd))
 		return;
-	}
 	pid = uds_peer_pid(fd);
 	v = slot_victim(lb->pid, lb->since_ms, lb->n, DEV_MAX_PENDING_CONNECT, pid);
 	if (v == SLOT_REFUSE) {
