@@ -110,7 +110,7 @@ grep -E 'VSOCK-TOOL |SKIFF-RESULT' "$work/console.log" | sed 's/^/  guest: /' ||
 say "host side:"
 sed 's/^/  host: /' "$work/host-recv.log" "$work/host-send.log" | grep 'VSOCK-TOOL' || true
 say "device:"
-grep -E 'counters|listening' "$work/skiff-vsock.log" | sed 's/^/  /' || true
+grep -E 'counters|conns_open|listening' "$work/skiff-vsock.log" | sed 's/^/  /' || true
 rate() { # the MB/s of the first VSOCK-TOOL line in $1 that matches $2, from sent= and elapsed_ns=
 	sed -n "/$2/{s/.* sent=\([0-9]*\) .*elapsed_ns=\([0-9]*\).*/\1 \2/p;q}" "$1" |
 		awk '{ if ($2 > 0) printf "%.0f MB/s", $1 / ($2 / 1e3); else print "?" }'
