@@ -191,7 +191,7 @@ grep -E 'VSOCK-TOOL |SKIFF-RESULT' "$work/console.log" | sed 's/^/  guest: /' ||
 say "host side:"
 grep -h 'VSOCK-TOOL' "$work/host-recv.log" "$work/host-send.log" 2>/dev/null | sed 's/^/  host: /' || echo "  host: (none)"
 say "device:"
-grep -E 'counters|listening|error|refus' "$work/device.log" | sed 's/^/  /' || echo "  (no device output)"
+grep -E 'counters|conns_open|listening|error|refus' "$work/device.log" | sed 's/^/  /' || echo "  (no device output)"
 
 # rate LOG MODE: MB/s of the status=ok VSOCK-TOOL line of that mode (sent= over elapsed_ns=).
 rate() {

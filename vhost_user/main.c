@@ -168,7 +168,10 @@ static void print_dev_counters(const struct guest *g)
 		who, c.tx_pkts, c.tx_bytes, c.rx_pkts, c.rx_bytes, c.kicks, c.irqs_sent,
 		c.irqs_suppressed, c.conn_resets, c.dropped_pkts, c.malformed_pkts, c.conns_opened,
 		c.conns_closed, c.dev_resets);
-	fprintf(stderr, "skiff-vsock:%s rx_chains_max %" PRIu64 "\n", who, c.rx_chains_max);
+	fprintf(stderr,
+		"skiff-vsock:%s rx_chains_max %" PRIu64 " conns_open %" PRIu64 " host_fds %" PRIu64
+		" conns_refused %" PRIu64 " stray_pkts %" PRIu64 "\n",
+		who, c.rx_chains_max, c.conns_open, c.host_fds, c.conns_refused, c.stray_pkts);
 }
 
 /* SIGUSR1: print the device counters (thread safe), keep running. */

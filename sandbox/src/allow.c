@@ -261,7 +261,9 @@ static int add_vsock_pump(scmp_filter_ctx ctx)
  * started: poll its wake eventfd (never read there) and the listener, accept4
  * host clients and hold them, close them when their wait is over, and expire
  * the pending CONNECTs left from before a stop (epoll_ctl(EPOLL_CTL_DEL) from
- * the control thread's epoll, close). Its name: prctl(PR_SET_NAME).
+ * the control thread's epoll, close). Its name: prctl(PR_SET_NAME). Each
+ * client's pid, for the fair share of the slots (slot_victim()):
+ * getsockopt(SOL_SOCKET, SO_PEERCRED) only.
  */
 static int add_vsock_lobby(scmp_filter_ctx ctx)
 {
@@ -270,6 +272,12 @@ static int add_vsock_lobby(scmp_filter_ctx ctx)
 
 	if (!ret)
 		ret = allow_spare_fd(ctx);
+	if (!ret) {
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(getsockopt), 2,
+				       SCMP_A1(SCMP_CMP_EQ, SOL_SOCKET),
+				       SCMP_A2(SCMP_CMP_EQ, SO_PEERCRED));
+		ret = ret == -EEXIST ? 0 : ret;
+	}
 	if (!ret)
 		ret = allow_if(ctx, SCMP_SYS(epoll_ctl), SCMP_A1(SCMP_CMP_EQ, EPOLL_CTL_DEL));
 	if (!ret)

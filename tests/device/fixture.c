@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Device-test fixture: see fixture.h. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <pthread.h>
@@ -31,6 +32,7 @@ void fx_setup(struct fx *fx, const struct fx_opts *o)
 		.rx_threads = o->rx_threads,
 		.mrg_rxbuf = o->mrg,
 		.max_conns = o->max_conns,
+		.max_host_fds = o->max_host_fds,
 		.conn_buf_size = o->conn_buf_size,
 		.rx_pkt_max = o->rx_pkt_max,
 		.host_wait_ms = o->host_wait_ms,
@@ -91,6 +93,44 @@ uint64_t fx_wait_counter(struct fx *fx, size_t off, uint64_t min, int timeout_ms
 	return v;
 }
 
+int fx_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the DIR's own fd */
+}
+
+int fx_wait_fds(int want)
+{
+	int64_t end = hp_now_ms() + FX_T;
+	int n;
+
+	while ((n = fx_count_fds()) != want && hp_now_ms() < end)
+		usleep(1000);
+	return n;
+}
+
+void fx_wait_quiet(struct fx *fx)
+{
+	int64_t end = hp_now_ms() + FX_T;
+	struct vsock_dev_counters k;
+
+	for (;;) {
+		vsock_dev_get_counters(fx->dev, &k);
+		if ((!k.conns_open && !k.host_fds) || hp_now_ms() > end)
+			break;
+		usleep(1000);
+	}
+	ck_assert_msg(!k.conns_open && !k.host_fds, "still %llu connections open, %llu host fds",
+		      (unsigned long long)k.conns_open, (unsigned long long)k.host_fds);
+}
+
 int fx_guest_connect(struct fx *fx, uint32_t port, uint16_t type, struct sim_conn **c, int *lfd)
 {
 	int rc, fd;
@@ -123,6 +163,19 @@ int fx_host_connect(struct fx *fx, struct sim_listener *l, uint32_t port, struct
 	if (host_port)
 		*host_port = hport;
 	return fd;
+}
+
+void fx_close_both(int fd, struct sim_conn *c, bool host_first)
+{
+	if (host_first) {
+		close(fd);
+		ck_assert_int_eq(sim_wait_peer_shutdown(c, 3, FX_T), 0);
+		sim_close(c, FX_T);
+		return;
+	}
+	ck_assert_int_eq(sim_close(c, FX_T), 0);
+	ck_assert_int_eq(hp_wait_eof(fd, FX_T), 0);
+	close(fd);
 }
 
 struct writer {

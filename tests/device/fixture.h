@@ -19,6 +19,7 @@ struct fx_opts {
 	bool mrg; /* device offers MRG_RXBUF (the driver accepts it unless drv.features says no) */
 	unsigned int rx_threads;
 	unsigned int max_conns;
+	uint32_t max_host_fds; /* vsock_dev_config.max_host_fds (0: the automatic share) */
 	uint32_t conn_buf_size;
 	uint32_t rx_pkt_max;
 	uint32_t host_wait_ms; /* vsock_dev_config.host_wait_ms (0: default) */
@@ -54,11 +55,28 @@ uint64_t fx_wait_counter(struct fx *fx, size_t off, uint64_t min, int timeout_ms
 /* Wait until the counter reaches @v, then check it is exactly @v. */
 #define FX_WAIT_EQ(fx, field, v) ck_assert_uint_eq(FX_WAIT((fx), field, (v), FX_T), (v))
 
+/* Open fds of this process now. */
+int fx_count_fds(void);
+/* Wait (1 ms steps, FX_T at most) until the process has @want fds open. Return: the count. */
+int fx_wait_fds(int want);
+/*
+ * fx_wait_quiet() - wait until the device has no connection open and holds
+ * no host fd (conns_open and host_fds both 0, ck_assert'ed within FX_T).
+ */
+void fx_wait_quiet(struct fx *fx);
+
 /* Guest connects to a fresh host listener on @port: returns host fd, sets *c. */
 int fx_guest_connect(struct fx *fx, uint32_t port, uint16_t type, struct sim_conn **c, int *lfd);
 /* Host connects (CONNECT @port) to a guest listener: returns host fd, sets *c. */
 int fx_host_connect(struct fx *fx, struct sim_listener *l, uint32_t port, struct sim_conn **c,
 		    uint32_t *host_port);
+
+/*
+ * fx_close_both() - the close handshake of a connection, the host (@fd)
+ * closing first (the guest gets SHUTDOWN RCV|SEND, answers RST) or the
+ * guest (SHUTDOWN, the device's RST, the host reads EOF). Frees @c, closes @fd.
+ */
+void fx_close_both(int fd, struct sim_conn *c, bool host_first);
 
 /* Move @len pattern bytes host->guest on (@fd, @c) and check the hash. */
 void fx_xfer_h2g(int fd, struct sim_conn *c, size_t len, uint64_t seed);

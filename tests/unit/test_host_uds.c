@@ -99,6 +99,28 @@ START_TEST(credit_wraps)
 }
 END_TEST
 
+/* Fair sharing of the client slots by peer pid (slot_victim()). */
+START_TEST(slot_sharing)
+{
+	int pid[4] = { 7, 7, 9, 7 };
+	int64_t since[4] = { 30, 10, 5, 20 };
+
+	/* room: admit */
+	ck_assert_int_eq(slot_victim(pid, since, 3, 4, 9), SLOT_ROOM);
+	/* full, pid 7 holds 3: a client of 9 (1) or a new pid (0) takes 7's oldest */
+	ck_assert_int_eq(slot_victim(pid, since, 4, 4, 9), 1);
+	ck_assert_int_eq(slot_victim(pid, since, 4, 4, 42), 1);
+	/* 7 itself holds the most: its newcomer is refused, not its own older ones */
+	ck_assert_int_eq(slot_victim(pid, since, 4, 4, 7), SLOT_REFUSE);
+	/* two peers level: neither takes the other's */
+	pid[3] = 9;
+	ck_assert_int_eq(slot_victim(pid, since, 4, 4, 9), SLOT_REFUSE);
+	ck_assert_int_eq(slot_victim(pid, since, 4, 4, 7), SLOT_REFUSE);
+	/* ... but a third one does, from either */
+	ck_assert_int_ge(slot_victim(pid, since, 4, 4, 5), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("host_uds");
@@ -111,6 +133,7 @@ int main(void)
 	tcase_add_test(tc, connect_malformed);
 	tcase_add_test(tc, ok_line);
 	tcase_add_test(tc, credit_wraps);
+	tcase_add_test(tc, slot_sharing);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -133,8 +133,11 @@ struct skiff_counters {
 	uint64_t vsock_notify_exits; /* QueueNotify writes that missed the ioeventfd */
 	uint64_t vsock_tx_pkts, vsock_tx_bytes, vsock_rx_pkts, vsock_rx_bytes;
 	uint64_t vsock_kicks, vsock_irqs_sent, vsock_irqs_suppressed;
+	/* the device's counters; see struct vsock_dev_counters (skiff/vsock_dev.h) for each */
 	uint64_t vsock_conn_resets, vsock_dropped_pkts, vsock_malformed_pkts;
 	uint64_t vsock_conns_opened, vsock_conns_closed, vsock_dev_resets;
+	uint64_t vsock_conns_open, vsock_host_fds; /* now */
+	uint64_t vsock_conns_refused, vsock_stray_pkts;
 };
 
 /*

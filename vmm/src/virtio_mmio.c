@@ -504,6 +504,10 @@ void virtio_mmio_counters(struct virtio_mmio *d, struct skiff_counters *out)
 	out->vsock_conns_opened = c.conns_opened;
 	out->vsock_conns_closed = c.conns_closed;
 	out->vsock_dev_resets = c.dev_resets;
+	out->vsock_conns_open = c.conns_open;
+	out->vsock_host_fds = c.host_fds;
+	out->vsock_conns_refused = c.conns_refused;
+	out->vsock_stray_pkts = c.stray_pkts;
 }
 
 #endif /* SKIFF_HAVE_VSOCK */

@@ -74,7 +74,9 @@ void conn_put(struct conn *c)
 	if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL))
 		return;
 	if (c->fd >= 0)
-		close(c->fd);
+		dev_fd_close(c->dev, c->fd);
+	if (c->counted)
+		CTR_ADD(c->dev, conns_closed, 1); /* its fd is closed now */
 	free(c->bl);
 	free(c->sq_recs);
 	free(c->msg);
@@ -148,15 +150,30 @@ void conn_maybe_credit(struct conn *c)
 	}
 }
 
+void conn_opened(struct conn *c)
+{
+	c->counted = true;
+	CTR_ADD(c->dev, conns_opened, 1);
+}
+
 void conn_reset(struct conn *c, bool send_rst)
+{
+	if (c->state == CONN_HOST_CONNECTING)
+		CTR_ADD(c->dev, conns_refused, 1); /* the guest refused or did not answer */
+	else if (c->state == CONN_ESTABLISHED)
+		CTR_ADD(c->dev, conn_resets, 1);
+	conn_end(c, send_rst);
+}
+
+void conn_end(struct conn *c, bool send_rst)
 {
 	struct vsock_dev *dev = c->dev;
 
 	if (c->state == CONN_CLOSED)
 		return;
 	c->state = CONN_CLOSED;
-	if (mux_remove(&dev->mux, c))
-		CTR_ADD(dev, conns_closed, 1);
+	mux_remove(&dev->mux, c);
+	dev_unwatch_deadline(c);
 	shutdown(c->fd, SHUT_RDWR);
 	free(c->bl);
 	c->bl = NULL;
@@ -317,7 +334,7 @@ static void after_drain(struct conn *c)
 	if (bl_busy(c) || c->state != CONN_ESTABLISHED)
 		return;
 	if (c->rst_when_drained) {
-		conn_reset(c, true);
+		conn_end(c, true); /* the guest closed, we answer: a normal close */
 		return;
 	}
 	if (c->peer_shut & VIRTIO_VSOCK_SHUTDOWN_SEND)
@@ -531,7 +548,11 @@ static int rw_seqpacket(struct conn *c, const struct iovec *p, unsigned int n, u
 	return conn_flush(c);
 }
 
-/* Write the "OK <port>\n" reply of a host-initiated connection. */
+/*
+ * Write the "OK <port>\n" reply of a host-initiated connection. Return: 0;
+ * -EPIPE or -ECONNRESET when the client will not read any more (it closed,
+ * or shut down its reading side); -EIO or another -errno else.
+ */
 static int send_ok(struct conn *c)
 {
 	char line[16];
@@ -539,7 +560,31 @@ static int send_ok(struct conn *c)
 	struct iovec v = { line, n };
 	ssize_t r = send_iov(c->fd, &v, 1);
 
+	if (r < 0)
+		return (int)r;
 	return r == (ssize_t)n ? 0 : -EIO;
+}
+
+/*
+ * The guest accepted host-initiated @c (caller holds c->lock): "OK" to the
+ * client, and the connection is established. A client that already went
+ * away without reading "OK" (a one-shot sender: write, close) still gets
+ * everything it sent delivered, the bytes after its CONNECT line first,
+ * then SHUTDOWN RCV|SEND as for any host close. Return: 0, or -errno of a
+ * failed "OK" (the caller resets).
+ */
+static int host_accepted(struct conn *c)
+{
+	int ret = send_ok(c);
+
+	if (ret == -EPIPE || ret == -ECONNRESET)
+		c->host_hup = true; /* it reads no more: our SHUTDOWN will say RCV too */
+	else if (ret)
+		return ret;
+	dev_unwatch_deadline(c);
+	c->state = CONN_ESTABLISHED;
+	conn_schedule(c);
+	return 0;
 }
 
 void conn_handle_tx(struct conn *c, const struct virtio_vsock_hdr *h, const struct iovec *payload,
@@ -561,18 +606,19 @@ void conn_handle_tx(struct conn *c, const struct virtio_vsock_hdr *h, const stru
 	c->peer_fwd_cnt = h->fwd_cnt;
 	switch (h->op) {
 	case VIRTIO_VSOCK_OP_RST:
-		conn_reset(c, false);
+		/* After a SHUTDOWN RCV|SEND either way it is the close handshake. */
+		if (c->state == CONN_ESTABLISHED &&
+		    ((c->peer_shut & 3u) == 3u || (c->local_shut & 3u) == 3u))
+			conn_end(c, false);
+		else
+			conn_reset(c, false);
 		goto out;
 	case VIRTIO_VSOCK_OP_REQUEST:
 		conn_reset(c, true);
 		goto out;
 	case VIRTIO_VSOCK_OP_RESPONSE:
-		if (c->state != CONN_HOST_CONNECTING || send_ok(c)) {
+		if (c->state != CONN_HOST_CONNECTING || host_accepted(c))
 			conn_reset(c, true);
-			goto out;
-		}
-		c->state = CONN_ESTABLISHED;
-		conn_schedule(c);
 		goto out;
 	default:
 		break;

@@ -116,9 +116,11 @@ struct conn {
 	struct conn *work_next; /* pump->lock */
 	struct conn *zombie_next; /* owning pump thread only */
 	struct conn *hash_next; /* muxer lock */
-	struct conn *timed_next; /* dev->timed_lock */
+	struct conn *timed_next, *timed_prev; /* dev->timed_lock */
+	struct conn *due_next; /* control thread: timer_tick()'s list of expired ones */
 	bool on_timed; /* dev->timed_lock */
-	int64_t deadline_ms; /* c->lock; CLOCK_MONOTONIC */
+	bool counted; /* in conns_opened: conns_closed counts its fd's close */
+	int64_t deadline_ms; /* c->lock and dev->timed_lock to write; CLOCK_MONOTONIC */
 	uint32_t deadline_fwd; /* c->lock; guest fwd_cnt when the deadline was last set */
 	bool in_table; /* muxer lock */
 
@@ -202,12 +204,17 @@ void conn_tx_flush(struct vsock_dev *dev);
 int conn_flush(struct conn *c);
 
 /*
- * conn_reset() - close @c because of an error or a guest RST (caller holds
- * c->lock): out of the table, host fd shut down both ways, backlog dropped,
- * state CLOSED; an RST is owed to the guest when @send_rst. Schedules the
- * connection on its pump for retirement.
+ * conn_reset() - close @c because of an error or an abortive guest RST
+ * (caller holds c->lock): out of the table and the kill queue, host fd shut
+ * down both ways, backlog dropped, state CLOSED; an RST is owed to the guest
+ * when @send_rst. Schedules the connection on its pump for retirement.
+ * Counted in conn_resets (conns_refused while HOST_CONNECTING).
  */
 void conn_reset(struct conn *c, bool send_rst);
+/* conn_opened() - @c is in the table: count it in conns_opened (and its fd's close in conns_closed). */
+void conn_opened(struct conn *c);
+/* conn_end() - conn_reset() of the normal close handshake: counted nowhere. */
+void conn_end(struct conn *c, bool send_rst);
 
 /* conn_schedule() - put @c on its pump's work list and wake the pump. */
 void conn_schedule(struct conn *c);

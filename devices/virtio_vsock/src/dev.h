@@ -46,6 +46,9 @@
 #define DEV_CONNECT_LINE_TIMEOUT_MS 2000 /* host client writing its CONNECT line */
 #define DEV_DEFAULT_HOST_WAIT_MS 5000u /* host client waiting for the device to start */
 #define DEV_ACCEPT_BACKOFF_MS DEV_TIMER_TICK_MS /* listener ignored after EMFILE */
+#define DEV_FD_RESERVE 64 /* fds of the process left out of the automatic budgets */
+#define DEV_FD_PER_DEVICE 32 /* ... plus these per device (its own epolls, eventfds...) */
+#define DEV_FD_BUDGET_MIN 16 /* an automatic budget never goes below this */
 
 /* One reserved RX chain. */
 struct rx_slot {
@@ -94,13 +97,14 @@ struct tx_batch {
 struct dev_counters {
 	_Atomic uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes, kicks, irqs_sent, irqs_suppressed,
 		conn_resets, dropped_pkts, malformed_pkts, conns_opened, conns_closed, dev_resets;
-	_Atomic uint64_t rx_chains_max;
+	_Atomic uint64_t rx_chains_max, conns_refused, stray_pkts;
 };
 
 /* A host socket still writing its CONNECT line (control thread only). */
 struct pending_connect {
 	int kind; /* SRC_PENDING */
 	int fd;
+	int pid; /* the client's, from SO_PEERCRED (0: unknown): slots are shared by pid */
 	unsigned int len;
 	char buf[DEV_CONNECT_LINE_MAX];
 	int64_t deadline_ms; /* CLOCK_MONOTONIC: closed without OK if no line by then */
@@ -121,6 +125,7 @@ struct lobby {
 	int wake_fd; /* eventfd: stop */
 	unsigned int n;
 	int fd[DEV_MAX_PENDING_CONNECT];
+	int pid[DEV_MAX_PENDING_CONNECT]; /* SO_PEERCRED of each, for slot_victim() */
 	int64_t since_ms[DEV_MAX_PENDING_CONNECT];
 };
 
@@ -169,10 +174,16 @@ struct vsock_dev {
 	int ctl_wake_fd;
 	atomic_bool stopping;
 	struct ctl_src src_wake, src_listen, src_kick[VSOCK_VQ_NUM], src_timer;
-	int timer_fd; /* timerfd ticking while timed is not empty */
+	int timer_fd; /* one-shot timerfd, armed at the earliest deadline (timer_at) */
 
-	pthread_mutex_t timed_lock; /* protects timed and every conn's timed_next/on_timed */
-	struct conn *timed; /* connections with a deadline (kill queue) */
+	/*
+	 * Protects timed, timer_at and every conn's timed_next/timed_prev/
+	 * on_timed/deadline_ms.
+	 */
+	pthread_mutex_t timed_lock;
+	struct conn *timed; /* connections with a deadline (kill queue), doubly linked */
+	int64_t timer_at; /* CLOCK_MONOTONIC ms the timerfd is armed for; INT64_MAX: not armed */
+	int64_t listen_retry_ms; /* control thread: when a paused listener is tried again */
 	struct pending_connect *pending; /* control thread; drained on reset */
 	unsigned int n_pending;
 	int spare_fd; /* reserve for refusing clients at EMFILE (uds_accept()) */
@@ -187,6 +198,12 @@ struct vsock_dev {
 	struct rx_slot ctl_rx; /* rx_send_hdr_now() scratch (control thread) */
 
 	struct dev_counters ctr;
+	/*
+	 * Host fds held for host clients and connections (pending CONNECTs,
+	 * lobby, connections until their last reference), against the budget
+	 * (dev_fd_budget()).
+	 */
+	_Atomic int host_fds;
 
 	struct route_member *route; /* guest-to-guest routing (router.c) */
 };
@@ -207,6 +224,22 @@ static inline int dev_spawn(struct vsock_dev *dev, enum vsock_thread_kind kind, 
 		return dev->cfg.spawn(dev->cfg.spawn_opaque, kind, t, fn, arg);
 	return pthread_create(t, NULL, fn, arg);
 }
+
+/*
+ * dev_fd_budget() - how many host fds @dev may hold now: cfg.max_host_fds,
+ * or its share of the process's fd limit (device.c).
+ */
+int dev_fd_budget(const struct vsock_dev *dev);
+/* dev_fd_take() - count one more host fd if the budget allows. Return: false when over. */
+bool dev_fd_take(struct vsock_dev *dev);
+/*
+ * dev_fd_admit() - count host client @fd, just accepted, if the budget
+ * allows; else close it (EOF, never "OK") and count the refusal.
+ * Return: whether it was admitted.
+ */
+bool dev_fd_admit(struct vsock_dev *dev, int fd);
+/* dev_fd_close() - close a host fd counted by dev_fd_take(). */
+void dev_fd_close(struct vsock_dev *dev, int fd);
 
 /* dev_signal() - raise the interrupt of queue @q (notify callback or call_fd). */
 void dev_signal(struct vsock_dev *dev, unsigned int q);
@@ -255,6 +288,12 @@ void rx_return_all(struct vsock_dev *dev, bool give_back);
  * still in that state then, it is reset. Caller holds c->lock.
  */
 void dev_watch_deadline(struct conn *c, unsigned int ms);
+/*
+ * dev_unwatch_deadline() - @c left its waiting state (answered, or closed):
+ * out of the kill queue at once, so that the queue's reference does not
+ * keep its fd open. Caller holds c->lock and a reference of its own.
+ */
+void dev_unwatch_deadline(struct conn *c);
 
 /* dev_ctl.c */
 /* ctl_is_current() - whether the calling thread is @dev's control thread. */
@@ -264,12 +303,14 @@ void ctl_stop(struct vsock_dev *dev);
 void ctl_drop_pending(struct vsock_dev *dev);
 void ctl_drop_timed(struct vsock_dev *dev);
 /*
- * ctl_adopt() - make accepted host client @fd a pending CONNECT (it has
- * DEV_CONNECT_LINE_TIMEOUT_MS from now to write its line); closes it when
- * DEV_MAX_PENDING_CONNECT are pending already. Control thread, or any
- * thread while the control thread is stopped.
+ * ctl_adopt() - make accepted host client @fd (counted by dev_fd_take(),
+ * peer @pid) a pending CONNECT (it has DEV_CONNECT_LINE_TIMEOUT_MS from now
+ * to write its line). When DEV_MAX_PENDING_CONNECT are pending already,
+ * slot_victim() picks whose client goes: the oldest of another peer that
+ * holds more slots, else this one. Control thread, or any thread while the
+ * control thread is stopped.
  */
-void ctl_adopt(struct vsock_dev *dev, int fd);
+void ctl_adopt(struct vsock_dev *dev, int fd, int pid);
 /*
  * ctl_expire_pending() - close (without OK) the pending CONNECTs whose
  * deadline is not after @now_ms. Same threads as ctl_adopt().

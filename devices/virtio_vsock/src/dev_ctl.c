@@ -83,14 +83,39 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void timer_arm(struct vsock_dev *dev, bool on)
+/*
+ * Arm the one-shot timerfd for @at (CLOCK_MONOTONIC ms) unless it is
+ * armed for an earlier time already; caller holds timed_lock. Deadlines
+ * only ever pull the timer earlier, so a steady stream of new ones cannot
+ * keep pushing an earlier one back; timer_tick() re-arms it for the
+ * earliest deadline left.
+ */
+static void timer_want_locked(struct vsock_dev *dev, int64_t at)
 {
 	struct itimerspec its = { 0 };
 
-	if (on) {
-		its.it_value.tv_nsec = DEV_TIMER_TICK_MS * 1000000L;
-		its.it_interval = its.it_value;
-	}
+	if (at >= dev->timer_at)
+		return;
+	dev->timer_at = at;
+	if (at < 1)
+		at = 1; /* 0 would disarm; an absolute time past fires at once */
+	its.it_value.tv_sec = at / 1000;
+	its.it_value.tv_nsec = (at % 1000) * 1000000L;
+	timerfd_settime(dev->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void timer_want(struct vsock_dev *dev, int64_t at)
+{
+	pthread_mutex_lock(&dev->timed_lock);
+	timer_want_locked(dev, at);
+	pthread_mutex_unlock(&dev->timed_lock);
+}
+
+static void timer_disarm_locked(struct vsock_dev *dev)
+{
+	struct itimerspec its = { 0 };
+
+	dev->timer_at = INT64_MAX;
 	timerfd_settime(dev->timer_fd, 0, &its, NULL);
 }
 
@@ -102,18 +127,48 @@ void dev_watch_deadline(struct conn *c, unsigned int ms)
 	if (c->state == CONN_ESTABLISHED && c->peer_fwd_cnt != c->h2g_sent &&
 	    ms < DEV_STALL_TIMEOUT_MS)
 		ms = DEV_STALL_TIMEOUT_MS;
-	c->deadline_ms = now_ms() + ms;
 	c->deadline_fwd = c->peer_fwd_cnt;
 	pthread_mutex_lock(&dev->timed_lock);
+	c->deadline_ms = now_ms() + ms;
 	if (!c->on_timed) {
 		conn_get(c);
 		c->on_timed = true;
-		if (!dev->timed)
-			timer_arm(dev, true);
+		c->timed_prev = NULL;
 		c->timed_next = dev->timed;
+		if (dev->timed)
+			dev->timed->timed_prev = c;
 		dev->timed = c;
 	}
+	timer_want_locked(dev, c->deadline_ms);
 	pthread_mutex_unlock(&dev->timed_lock);
+}
+
+/* Unlink @c from the kill queue (timed_lock held). Return: whether it was on it. */
+static bool timed_unlink(struct vsock_dev *dev, struct conn *c)
+{
+	if (!c->on_timed)
+		return false;
+	if (c->timed_prev)
+		c->timed_prev->timed_next = c->timed_next;
+	else
+		dev->timed = c->timed_next;
+	if (c->timed_next)
+		c->timed_next->timed_prev = c->timed_prev;
+	c->timed_next = c->timed_prev = NULL;
+	c->on_timed = false;
+	return true;
+}
+
+void dev_unwatch_deadline(struct conn *c)
+{
+	struct vsock_dev *dev = c->dev;
+	bool was;
+
+	pthread_mutex_lock(&dev->timed_lock);
+	was = timed_unlink(dev, c);
+	pthread_mutex_unlock(&dev->timed_lock);
+	if (was)
+		conn_put(c); /* the caller holds another: not the last */
 }
 
 /* Is @c still waiting for the guest? (caller holds c->lock) */
@@ -124,68 +179,78 @@ static bool still_waiting(const struct conn *c)
 	return c->state == CONN_ESTABLISHED && (c->local_shut & 3u) == 3u;
 }
 
-/* Timer tick: reset connections whose deadline passed (the kill queue). */
+/* @c's deadline passed (caller holds c->lock): reset it, or give it more time. */
+static void deadline_passed(struct conn *c, int64_t now)
+{
+	struct vsock_dev *dev = c->dev;
+
+	if (!still_waiting(c)) {
+		dev_unwatch_deadline(c);
+		return;
+	}
+	/*
+	 * After our SHUTDOWN, a guest still reading what we sent is not
+	 * late: the clock restarts whenever its fwd_cnt moved, with 2 s once
+	 * it consumed everything, 10 s while data is left (a guest that
+	 * stops reading is not kept forever).
+	 */
+	if (c->state == CONN_ESTABLISHED && c->peer_fwd_cnt != c->deadline_fwd) {
+		c->deadline_fwd = c->peer_fwd_cnt;
+		pthread_mutex_lock(&dev->timed_lock);
+		c->deadline_ms = now + (c->peer_fwd_cnt == c->h2g_sent ? DEV_CLOSE_TIMEOUT_MS :
+									 DEV_STALL_TIMEOUT_MS);
+		pthread_mutex_unlock(&dev->timed_lock);
+		return;
+	}
+	conn_reset(c, true); /* leaves the kill queue */
+}
+
+/*
+ * The timerfd fired: reset the connections whose deadline passed (the kill
+ * queue), close CONNECT lines that are late, retry a paused listener, and
+ * arm the timer for the earliest deadline left.
+ */
 static void timer_tick(struct vsock_dev *dev)
 {
-	struct conn *list, *keep = NULL;
-	int64_t now = now_ms();
+	struct conn *due = NULL, *c;
+	int64_t now = now_ms(), next;
 
 	pthread_mutex_lock(&dev->timed_lock);
-	list = dev->timed;
-	dev->timed = NULL;
+	dev->timer_at = INT64_MAX; /* one-shot: it is not armed any more */
+	for (c = dev->timed; c; c = c->timed_next) {
+		if (c->deadline_ms <= now) {
+			conn_get(c);
+			c->due_next = due;
+			due = c;
+		}
+	}
 	pthread_mutex_unlock(&dev->timed_lock);
-	while (list) {
-		struct conn *c = list;
-		bool waiting;
-
-		list = c->timed_next;
+	while (due) {
+		c = due;
+		due = c->due_next;
 		pthread_mutex_lock(&c->lock);
-		waiting = still_waiting(c);
-		/*
-		 * After our SHUTDOWN, a guest still reading what we sent is
-		 * not late: the clock restarts whenever its fwd_cnt moved,
-		 * with 2 s once it consumed everything, 10 s while data is
-		 * left (a guest that stops reading is not kept forever).
-		 */
-		if (waiting && c->state == CONN_ESTABLISHED && c->peer_fwd_cnt != c->deadline_fwd) {
-			c->deadline_fwd = c->peer_fwd_cnt;
-			c->deadline_ms =
-				now + (c->peer_fwd_cnt == c->h2g_sent ? DEV_CLOSE_TIMEOUT_MS :
-									DEV_STALL_TIMEOUT_MS);
-		}
-		if (waiting && now >= c->deadline_ms) {
-			conn_reset(c, true);
-			waiting = false;
-		}
+		deadline_passed(c, now);
 		pthread_mutex_unlock(&c->lock);
-		if (waiting) {
-			c->timed_next = keep;
-			keep = c;
-			continue;
-		}
-		pthread_mutex_lock(&dev->timed_lock);
-		c->on_timed = false;
-		pthread_mutex_unlock(&dev->timed_lock);
 		conn_put(c);
 	}
-	ctl_expire_pending(dev, now);
-	if (dev->listen_paused) {
+	next = ctl_expire_pending(dev, now);
+	if (dev->listen_paused && now >= dev->listen_retry_ms) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dev->src_listen };
 
-		/* Out of fds a tick ago: try the listener again. */
+		/* Out of fds a while ago: try the listener again. */
 		if (!epoll_ctl(dev->ctl_epfd, EPOLL_CTL_MOD, dev->listen_fd, &ev))
 			dev->listen_paused = false;
+		else
+			dev->listen_retry_ms = now + DEV_ACCEPT_BACKOFF_MS;
 	}
+	if (dev->listen_paused && dev->listen_retry_ms < next)
+		next = dev->listen_retry_ms;
 	pthread_mutex_lock(&dev->timed_lock);
-	while (keep) {
-		struct conn *c = keep;
-
-		keep = c->timed_next;
-		c->timed_next = dev->timed;
-		dev->timed = c;
-	}
-	if (!dev->timed && !dev->n_pending && !dev->listen_paused)
-		timer_arm(dev, false); /* under the lock: no race with a new deadline */
+	for (c = dev->timed; c; c = c->timed_next)
+		if (c->deadline_ms < next)
+			next = c->deadline_ms;
+	if (next != INT64_MAX)
+		timer_want_locked(dev, next); /* a deadline added meanwhile is in the list */
 	pthread_mutex_unlock(&dev->timed_lock);
 }
 
@@ -196,38 +261,62 @@ void ctl_drop_timed(struct vsock_dev *dev)
 	while (dev->timed) {
 		struct conn *c = dev->timed;
 
-		dev->timed = c->timed_next;
-		c->on_timed = false;
+		timed_unlink(dev, c);
 		conn_put(c);
 	}
-	timer_arm(dev, false);
+	timer_disarm_locked(dev);
 	pthread_mutex_unlock(&dev->timed_lock);
+}
+
+/* Refuse guest REQUEST @h: RST, counted. */
+static void refuse_request(struct vsock_dev *dev, const struct virtio_vsock_hdr *h)
+{
+	CTR_ADD(dev, conns_refused, 1);
+	dev_reply_rst(dev, h);
+}
+
+/*
+ * The host socket for guest REQUEST @h: under the connection cap and the
+ * fd budget, connected to "<uds>_<port>". Return: 0 with *@fd (counted in
+ * host_fds); -errno.
+ */
+static int request_socket(struct vsock_dev *dev, const struct virtio_vsock_hdr *h, int *fd)
+{
+	int type = h->type == VIRTIO_VSOCK_TYPE_SEQPACKET ? SOCK_SEQPACKET : SOCK_STREAM;
+	int ret;
+
+	if (__atomic_load_n(&dev->mux.count, __ATOMIC_RELAXED) >= dev->mux.max || !dev->uds_path[0])
+		return -ENOSPC;
+	if (!dev_fd_take(dev))
+		return -EMFILE;
+	ret = uds_connect_port(dev->uds_path, h->dst_port, type, fd);
+	if (ret)
+		atomic_fetch_sub(&dev->host_fds, 1);
+	return ret;
 }
 
 /* Guest REQUEST for a port nobody has a connection on: connect "<uds>_<port>". */
 static void guest_connect(struct vsock_dev *dev, const struct virtio_vsock_hdr *h)
 {
-	int type = h->type == VIRTIO_VSOCK_TYPE_SEQPACKET ? SOCK_SEQPACKET : SOCK_STREAM;
 	struct conn *c;
 	int fd;
 
-	if (__atomic_load_n(&dev->mux.count, __ATOMIC_RELAXED) >= dev->mux.max ||
-	    !dev->uds_path[0] || uds_connect_port(dev->uds_path, h->dst_port, type, &fd)) {
-		dev_reply_rst(dev, h);
+	if (request_socket(dev, h, &fd)) {
+		refuse_request(dev, h);
 		return;
 	}
 	c = conn_new(dev, fd, h->type, h->dst_port, h->src_port, h);
 	if (!c) {
-		close(fd);
-		dev_reply_rst(dev, h);
+		dev_fd_close(dev, fd);
+		refuse_request(dev, h);
 		return;
 	}
 	if (mux_insert(&dev->mux, c)) {
 		conn_put(c);
-		dev_reply_rst(dev, h);
+		refuse_request(dev, h);
 		return;
 	}
-	CTR_ADD(dev, conns_opened, 1);
+	conn_opened(c);
 	pthread_mutex_lock(&c->lock);
 	if (pump_watch(c))
 		conn_reset(c, true);
@@ -277,9 +366,11 @@ static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
 	if (!c) {
 		if (pkt.hdr.op == VIRTIO_VSOCK_OP_REQUEST) {
 			guest_connect(dev, &pkt.hdr);
-		} else if (pkt.hdr.op != VIRTIO_VSOCK_OP_RST) {
-			CTR_ADD(dev, dropped_pkts, 1);
-			dev_reply_rst(dev, &pkt.hdr);
+		} else {
+			/* Of no connection (often one that just closed): as Linux, RST. */
+			CTR_ADD(dev, stray_pkts, 1);
+			if (pkt.hdr.op != VIRTIO_VSOCK_OP_RST)
+				dev_reply_rst(dev, &pkt.hdr);
 		}
 		return;
 	}
@@ -359,7 +450,7 @@ static void pending_free(struct vsock_dev *dev, struct pending_connect *pc)
 	}
 	if (pc->fd >= 0) {
 		epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, pc->fd, NULL);
-		close(pc->fd);
+		dev_fd_close(dev, pc->fd);
 	}
 	dev->n_pending--;
 	free(pc);
@@ -398,16 +489,18 @@ static void host_connect(struct vsock_dev *dev, struct pending_connect *pc, uint
 	local = alloc_host_port(dev);
 	c = local ? conn_new(dev, fd, VIRTIO_VSOCK_TYPE_STREAM, local, port, NULL) : NULL;
 	if (!c) {
-		close(fd);
+		dev_fd_close(dev, fd);
+		CTR_ADD(dev, conns_refused, 1);
 		goto out;
 	}
 	c->prefix_len = pc->len - (uint32_t)consumed;
 	memcpy(c->prefix, pc->buf + consumed, c->prefix_len);
 	if (mux_insert(&dev->mux, c)) {
 		conn_put(c); /* at the cap: the host socket is closed without OK */
+		CTR_ADD(dev, conns_refused, 1);
 		goto out;
 	}
-	CTR_ADD(dev, conns_opened, 1);
+	conn_opened(c);
 	pthread_mutex_lock(&c->lock);
 	if (pump_watch(c)) {
 		conn_reset(c, false);
@@ -437,8 +530,10 @@ static void handle_pending(struct vsock_dev *dev, struct pending_connect *pc)
 	ret = uds_parse_connect(pc->buf, pc->len, sizeof(pc->buf), &port, &consumed);
 	if (ret == -EAGAIN)
 		return;
-	if (ret)
+	if (ret) {
+		CTR_ADD(dev, conns_refused, 1); /* a malformed line */
 		goto drop;
+	}
 	host_connect(dev, pc, port, consumed);
 	return;
 drop:
@@ -452,36 +547,73 @@ int64_t ctl_expire_pending(struct vsock_dev *dev, int64_t now)
 
 	for (; pc; pc = next) {
 		next = pc->next;
-		if (pc->deadline_ms <= now)
+		if (pc->deadline_ms <= now) {
+			CTR_ADD(dev, conns_refused, 1);
 			pending_free(dev, pc); /* no full line in time: EOF, never OK */
-		else if (pc->deadline_ms < first)
+		} else if (pc->deadline_ms < first) {
 			first = pc->deadline_ms;
+		}
 	}
 	return first;
 }
 
-void ctl_adopt(struct vsock_dev *dev, int fd)
+/* Free a slot for a client of @pid when all are taken (slot_victim()). Return: false: refuse it. */
+static bool pending_make_room(struct vsock_dev *dev, int pid)
+{
+	struct pending_connect *pc, *list[DEV_MAX_PENDING_CONNECT];
+	int pids[DEV_MAX_PENDING_CONNECT];
+	int64_t since[DEV_MAX_PENDING_CONNECT];
+	unsigned int n = 0;
+	int v;
+
+	for (pc = dev->pending; pc && n < DEV_MAX_PENDING_CONNECT; pc = pc->next) {
+		list[n] = pc;
+		pids[n] = pc->pid;
+		since[n++] = pc->deadline_ms;
+	}
+	v = slot_victim(pids, since, n, DEV_MAX_PENDING_CONNECT, pid);
+	if (v == SLOT_REFUSE)
+		return false;
+	if (v >= 0) {
+		CTR_ADD(dev, conns_refused, 1);
+		pending_free(dev, list[v]); /* EOF, never OK: another peer needs the slot */
+	}
+	return true;
+}
+
+void ctl_adopt(struct vsock_dev *dev, int fd, int pid)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
 	struct pending_connect *pc;
 
-	if (dev->n_pending >= DEV_MAX_PENDING_CONNECT || !(pc = calloc(1, sizeof(*pc)))) {
-		close(fd);
+	if (!pending_make_room(dev, pid) || !(pc = calloc(1, sizeof(*pc)))) {
+		CTR_ADD(dev, conns_refused, 1);
+		dev_fd_close(dev, fd);
 		return;
 	}
 	pc->kind = SRC_PENDING;
 	pc->fd = fd;
+	pc->pid = pid;
 	pc->deadline_ms = now_ms() + DEV_CONNECT_LINE_TIMEOUT_MS;
 	ev.data.ptr = pc;
 	if (epoll_ctl(dev->ctl_epfd, EPOLL_CTL_ADD, fd, &ev)) {
-		close(fd);
+		CTR_ADD(dev, conns_refused, 1);
+		dev_fd_close(dev, fd);
 		free(pc);
 		return;
 	}
 	pc->next = dev->pending;
 	dev->pending = pc;
-	if (!dev->n_pending++ && ctl_is_current(dev))
-		timer_arm(dev, true); /* else ctl_start() arms it */
+	dev->n_pending++;
+	if (ctl_is_current(dev))
+		timer_want(dev, pc->deadline_ms); /* else ctl_start() arms it */
+}
+
+/* A client accepted on the listener: within the fd budget, a pending CONNECT. */
+static void client_accepted(struct vsock_dev *dev, int fd)
+{
+	if (dev_fd_admit(dev, fd))
+		ctl_adopt(dev, fd, uds_peer_pid(fd));
 }
 
 static void accept_all(struct vsock_dev *dev)
@@ -489,25 +621,28 @@ static void accept_all(struct vsock_dev *dev)
 	for (;;) {
 		int fd = uds_accept(dev->listen_fd, &dev->spare_fd);
 
-		if (fd == -ECONNREFUSED)
+		if (fd == -ECONNREFUSED) {
+			CTR_ADD(dev, conns_refused, 1);
 			continue; /* out of fds: that client was closed */
+		}
 		if (fd == -EAGAIN)
 			return;
 		if (fd < 0) {
 			/*
 			 * Out of fds and no client could even be refused:
 			 * the level-triggered listener would wake us at once
-			 * again. Leave it out for a tick (timer_tick()).
+			 * again. Leave it out for a while (timer_tick()).
 			 */
 			struct epoll_event ev = { .events = 0, .data.ptr = &dev->src_listen };
 
 			if (!epoll_ctl(dev->ctl_epfd, EPOLL_CTL_MOD, dev->listen_fd, &ev)) {
 				dev->listen_paused = true;
-				timer_arm(dev, true);
+				dev->listen_retry_ms = now_ms() + DEV_ACCEPT_BACKOFF_MS;
+				timer_want(dev, dev->listen_retry_ms);
 			}
 			return;
 		}
-		ctl_adopt(dev, fd);
+		client_accepted(dev, fd);
 	}
 }
 
@@ -603,8 +738,19 @@ int ctl_start(struct vsock_dev *dev)
 	ret = ctl_add(dev, dev->listen_fd, &dev->src_listen, SRC_LISTEN);
 	if (!ret)
 		ret = ctl_add(dev, dev->timer_fd, &dev->src_timer, SRC_TIMER);
-	if (!ret && dev->n_pending)
-		timer_arm(dev, true); /* CONNECT lines have deadlines */
+	if (!ret) {
+		struct pending_connect *pc;
+		struct conn *c;
+
+		/* CONNECT lines, and connections kept over a stop, have deadlines. */
+		pthread_mutex_lock(&dev->timed_lock);
+		dev->timer_at = INT64_MAX;
+		for (pc = dev->pending; pc; pc = pc->next)
+			timer_want_locked(dev, pc->deadline_ms);
+		for (c = dev->timed; c; c = c->timed_next)
+			timer_want_locked(dev, c->deadline_ms);
+		pthread_mutex_unlock(&dev->timed_lock);
+	}
 	for (q = 0; q < VSOCK_VQ_NUM && !ret; q++)
 		if (dev->vring_set[q])
 			ret = ctl_add(dev, dev->vring[q].kick_fd, &dev->src_kick[q], kinds[q]);

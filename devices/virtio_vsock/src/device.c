@@ -6,12 +6,70 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "conn.h"
 #include "dev.h"
+
+/*
+ * The automatic fd budgets (cfg.max_host_fds 0): the process's
+ * RLIMIT_NOFILE soft limit, as last seen by vsock_dev_create(), shared
+ * equally by the devices alive now.
+ */
+static _Atomic long proc_nofile;
+static _Atomic int live_devices;
+
+int dev_fd_budget(const struct vsock_dev *dev)
+{
+	long n = atomic_load(&live_devices), lim = atomic_load(&proc_nofile), share;
+	long most = (long)dev->cfg.max_conns + 2 * DEV_MAX_PENDING_CONNECT;
+
+	if (dev->cfg.max_host_fds)
+		return (int)(dev->cfg.max_host_fds > INT32_MAX ? INT32_MAX : dev->cfg.max_host_fds);
+	if (n < 1)
+		n = 1;
+	share = (lim - DEV_FD_RESERVE) / n - DEV_FD_PER_DEVICE;
+	if (share < DEV_FD_BUDGET_MIN)
+		share = DEV_FD_BUDGET_MIN;
+	return (int)(share < most ? share : most);
+}
+
+bool dev_fd_take(struct vsock_dev *dev)
+{
+	if (atomic_fetch_add(&dev->host_fds, 1) < dev_fd_budget(dev))
+		return true;
+	atomic_fetch_sub(&dev->host_fds, 1);
+	return false;
+}
+
+bool dev_fd_admit(struct vsock_dev *dev, int fd)
+{
+	if (dev_fd_take(dev))
+		return true;
+	CTR_ADD(dev, conns_refused, 1);
+	close(fd); /* over this device's fd budget */
+	return false;
+}
+
+void dev_fd_close(struct vsock_dev *dev, int fd)
+{
+	close(fd);
+	atomic_fetch_sub(&dev->host_fds, 1);
+}
+
+static void note_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	atomic_store(&proc_nofile, rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT32_MAX ?
+					   (long)INT32_MAX :
+					   (long)rl.rlim_cur);
+}
 
 static unsigned int default_threads(void)
 {
@@ -72,6 +130,7 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	dev->cfg.group = NULL; /* the router keeps the name */
 	if (!dev->cfg.max_conns)
 		dev->cfg.max_conns = DEV_DEFAULT_MAX_CONNS;
+	atomic_init(&dev->host_fds, 0);
 	if (!dev->cfg.conn_buf_size)
 		dev->cfg.conn_buf_size = DEV_DEFAULT_BUF;
 	if (!dev->cfg.rx_pkt_max || dev->cfg.rx_pkt_max > VIRTIO_VSOCK_MAX_PKT_BUF_SIZE)
@@ -86,6 +145,7 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	dev->listen_fd = dev->ctl_epfd = dev->ctl_wake_fd = dev->timer_fd = -1;
 	dev->lobby.wake_fd = -1;
 	dev->spare_fd = -1;
+	dev->timer_at = INT64_MAX;
 	dev->next_host_port = 1u << 30;
 	dev->features_offered = (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX) |
 				(1ull << VIRTIO_RING_F_INDIRECT_DESC) |
@@ -148,6 +208,8 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 		}
 		goto err;
 	}
+	note_nofile();
+	atomic_fetch_add(&live_devices, 1);
 	*out = dev;
 	return 0;
 err:
@@ -324,11 +386,8 @@ int vsock_dev_stop(struct vsock_dev *dev, uint16_t last_avail[VSOCK_VQ_NUM])
 /* Drop one connection for good (threads stopped). Consumes one reference. */
 static void forget_conn(struct conn *c, void *opaque)
 {
-	struct vsock_dev *dev = opaque;
-
+	(void)opaque;
 	pthread_mutex_lock(&c->lock);
-	if (c->state != CONN_CLOSED)
-		CTR_ADD(dev, conns_closed, 1);
 	c->state = CONN_CLOSED;
 	c->pending = 0;
 	if (!c->retired && c->fd >= 0 && c->pump) {
@@ -431,6 +490,7 @@ void vsock_dev_destroy(struct vsock_dev *dev)
 	pthread_mutex_destroy(&dev->raw_lock);
 	mux_fini(&dev->mux);
 	free(dev);
+	atomic_fetch_sub(&live_devices, 1);
 }
 
 void vsock_dev_get_counters(const struct vsock_dev *dev, struct vsock_dev_counters *o)
@@ -449,6 +509,11 @@ void vsock_dev_get_counters(const struct vsock_dev *dev, struct vsock_dev_counte
 	o->malformed_pkts = atomic_load(&c->malformed_pkts);
 	o->conns_opened = atomic_load(&c->conns_opened);
 	o->conns_closed = atomic_load(&c->conns_closed);
+	/* closed first: opened only grows, so open never goes below 0 */
+	o->conns_open = atomic_load(&c->conns_opened) - o->conns_closed;
+	o->conns_refused = atomic_load(&c->conns_refused);
+	o->stray_pkts = atomic_load(&c->stray_pkts);
+	o->host_fds = (uint64_t)atomic_load(&dev->host_fds);
 	o->dev_resets = atomic_load(&c->dev_resets);
 	o->rx_chains_max = atomic_load(&c->rx_chains_max);
 }

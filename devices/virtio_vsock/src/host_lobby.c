@@ -40,6 +40,46 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Close held client @i; the last one takes its place. */
+static void lobby_remove(struct vsock_dev *dev, unsigned int i)
+{
+	struct lobby *lb = &dev->lobby;
+
+	dev_fd_close(dev, lb->fd[i]);
+	lb->n--;
+	lb->fd[i] = lb->fd[lb->n];
+	lb->pid[i] = lb->pid[lb->n];
+	lb->since_ms[i] = lb->since_ms[lb->n];
+}
+
+/*
+ * Hold client @fd of peer @pid: within the fd budget, and when all slots
+ * are taken, in the place of another peer's oldest (slot_victim()).
+ */
+static void lobby_hold(struct vsock_dev *dev, int fd, int64_t now)
+{
+	struct lobby *lb = &dev->lobby;
+	int pid, v;
+
+	if (!dev_fd_admit(dev, fd))
+		return;
+	pid = uds_peer_pid(fd);
+	v = slot_victim(lb->pid, lb->since_ms, lb->n, DEV_MAX_PENDING_CONNECT, pid);
+	if (v == SLOT_REFUSE) {
+		CTR_ADD(dev, conns_refused, 1);
+		dev_fd_close(dev, fd);
+		return;
+	}
+	if (v >= 0) {
+		CTR_ADD(dev, conns_refused, 1);
+		lobby_remove(dev, (unsigned int)v);
+	}
+	lb->fd[lb->n] = fd;
+	lb->pid[lb->n] = pid;
+	lb->since_ms[lb->n] = now;
+	lb->n++;
+}
+
 /* Close held clients whose wait is over. Return: the next expiry or INT64_MAX. */
 static int64_t lobby_expire(struct vsock_dev *dev, int64_t now)
 {
@@ -51,10 +91,9 @@ static int64_t lobby_expire(struct vsock_dev *dev, int64_t now)
 		int64_t end = lb->since_ms[i] + dev->cfg.host_wait_ms;
 
 		if (end <= now) {
-			close(lb->fd[i]); /* EOF without OK: the device did not start in time */
-			lb->n--;
-			lb->fd[i] = lb->fd[lb->n];
-			lb->since_ms[i] = lb->since_ms[lb->n];
+			/* EOF without OK: the device did not start in time */
+			CTR_ADD(dev, conns_refused, 1);
+			lobby_remove(dev, i);
 			continue;
 		}
 		if (end < next)
@@ -67,24 +106,18 @@ static int64_t lobby_expire(struct vsock_dev *dev, int64_t now)
 /* Accept what the backlog holds. Return: false when out of fds (back off). */
 static bool lobby_accept(struct vsock_dev *dev, int64_t now)
 {
-	struct lobby *lb = &dev->lobby;
-
 	for (;;) {
 		int fd = uds_accept(dev->listen_fd, &dev->spare_fd);
 
-		if (fd == -ECONNREFUSED)
+		if (fd == -ECONNREFUSED) {
+			CTR_ADD(dev, conns_refused, 1);
 			continue;
+		}
 		if (fd == -EAGAIN)
 			return true;
 		if (fd < 0)
 			return false;
-		if (lb->n >= DEV_MAX_PENDING_CONNECT) {
-			close(fd);
-			continue;
-		}
-		lb->fd[lb->n] = fd;
-		lb->since_ms[lb->n] = now;
-		lb->n++;
+		lobby_hold(dev, fd, now);
 	}
 }
 
@@ -161,7 +194,7 @@ void lobby_stop(struct vsock_dev *dev, bool handover)
 	if (!handover)
 		return;
 	for (i = 0; i < lb->n; i++)
-		ctl_adopt(dev, lb->fd[i]);
+		ctl_adopt(dev, lb->fd[i], lb->pid[i]);
 	lb->n = 0;
 }
 
@@ -170,5 +203,5 @@ void lobby_drop(struct vsock_dev *dev)
 	struct lobby *lb = &dev->lobby;
 
 	while (lb->n)
-		close(lb->fd[--lb->n]);
+		dev_fd_close(dev, lb->fd[--lb->n]);
 }

@@ -176,3 +176,48 @@ size_t uds_format_ok(char *buf, uint32_t port)
 {
 	return (size_t)snprintf(buf, 16, "OK %u\n", port);
 }
+
+int uds_peer_pid(int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) || len != sizeof(cr))
+		return 0;
+	return (int)cr.pid;
+}
+
+/* Slots of @who among the @n. */
+static unsigned int slots_of(const int *pid, unsigned int n, int who)
+{
+	unsigned int i, k = 0;
+
+	for (i = 0; i < n; i++)
+		k += pid[i] == who;
+	return k;
+}
+
+int slot_victim(const int *pid, const int64_t *since, unsigned int n, unsigned int cap,
+		int newcomer)
+{
+	unsigned int i, most = 0, mine;
+	int hog = 0, v = -1;
+
+	if (n < cap)
+		return SLOT_ROOM;
+	for (i = 0; i < n; i++) {
+		unsigned int k = slots_of(pid, n, pid[i]);
+
+		if (k > most) {
+			most = k;
+			hog = pid[i];
+		}
+	}
+	mine = slots_of(pid, n, newcomer);
+	if (most <= mine)
+		return SLOT_REFUSE;
+	for (i = 0; i < n; i++)
+		if (pid[i] == hog && (v < 0 || since[i] < since[v]))
+			v = (int)i;
+	return v;
+}

@@ -68,6 +68,25 @@ int uds_spare_open(int like_fd);
  */
 int uds_accept(int listen_fd, int *spare);
 
+/* uds_peer_pid() - the pid of @fd's peer (SO_PEERCRED, at its connect()), or 0 if unknown. */
+int uds_peer_pid(int fd);
+
+#define SLOT_ROOM (-1)
+#define SLOT_REFUSE (-2)
+/*
+ * slot_victim() - share @cap slots fairly among host clients by peer pid.
+ * @n slots are taken, slot i by a client of @pid[i] since @since[i] (any
+ * clock; smaller is older). A newcomer of @newcomer wants one.
+ * Return: SLOT_ROOM when @n < @cap; else the index of the slot to free for
+ * it: the oldest slot of the peer holding the most slots, when that peer
+ * holds more than the newcomer's peer (so one peer, however many clients
+ * it opens, cannot keep another out); else SLOT_REFUSE (the newcomer's
+ * peer already holds as many as anybody: it is refused, not its own
+ * older clients).
+ */
+int slot_victim(const int *pid, const int64_t *since, unsigned int n, unsigned int cap,
+		int newcomer);
+
 /* uds_format_ok() - "OK <port>\n" into @buf (>= 16 bytes). Return: its length. */
 size_t uds_format_ok(char *buf, uint32_t port);
 

@@ -397,7 +397,10 @@ static void reply_rst(struct vsock_dev *dev, const struct virtio_vsock_hdr *in)
 		.op = VIRTIO_VSOCK_OP_RST,
 	};
 
-	CTR_ADD(dev, dropped_pkts, 1);
+	if (in->op == VIRTIO_VSOCK_OP_REQUEST)
+		CTR_ADD(dev, conns_refused, 1);
+	else
+		CTR_ADD(dev, stray_pkts, 1);
 	if (in->op != VIRTIO_VSOCK_OP_RST)
 		dev_queue_raw(dev, &h);
 }
@@ -455,7 +458,7 @@ void route_tx(struct vsock_dev *dev, const struct vq_chain *ch, const struct vso
 			track_remove(g, t);
 		pthread_mutex_unlock(&g->lock);
 		free(f);
-		CTR_ADD(dev, dropped_pkts, 1);
+		CTR_ADD(dev, stray_pkts, 1);
 		return;
 	} else if (h->op == VIRTIO_VSOCK_OP_RST) {
 		track_remove(g, t);
@@ -494,6 +497,7 @@ void route_tx_bad(struct vsock_dev *dev, const struct virtio_vsock_hdr *h)
 			.op = VIRTIO_VSOCK_OP_RST,
 		};
 
+		CTR_ADD(dev, conn_resets, 1);
 		dev_queue_raw(dev, &r);
 	}
 }
@@ -599,8 +603,6 @@ static int deliver(struct pump *p, struct fwd_pkt *f)
 		f->off += piece;
 		CTR_ADD(dev, rx_pkts, 1);
 		CTR_ADD(dev, rx_bytes, piece);
-		if (f->hdr.op == VIRTIO_VSOCK_OP_RST)
-			CTR_ADD(dev, conn_resets, 1);
 	} while (f->off < f->hdr.len);
 	return 0;
 }
@@ -697,6 +699,7 @@ void route_rx_serve(struct pump *p)
 					track_remove(g, t);
 			}
 			pthread_mutex_unlock(&g->lock);
+			CTR_ADD(dev, conn_resets, 1); /* its other end went away */
 			continue;
 		}
 		if (!f)

@@ -221,8 +221,6 @@ static int emit_hdr(struct pump *p, struct virtio_vsock_hdr *h)
 	done_add(p, s->c.head, rx_hdr_len(p->dev));
 	slots_consume(p, 1);
 	CTR_ADD(p->dev, rx_pkts, 1);
-	if (h->op == VIRTIO_VSOCK_OP_RST)
-		CTR_ADD(p->dev, conn_resets, 1);
 	return 0;
 }
 
@@ -373,6 +371,16 @@ static int emit_rw(struct pump *p, struct conn *c)
 		if (r < 0) {
 			if (errno == EAGAIN) {
 				c->host_readable = false;
+				return 0;
+			}
+			if (errno == ECONNRESET) {
+				/*
+				 * AF_UNIX: the client closed with bytes we wrote
+				 * (its "OK", or guest data) unread, after all it
+				 * sent was read. For the guest that is its close.
+				 */
+				c->host_hup = true;
+				host_eof(c);
 				return 0;
 			}
 			conn_reset(c, true);

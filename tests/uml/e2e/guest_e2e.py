@@ -294,6 +294,12 @@ def make_cases(full, vmm):
              f"--shut-wr",
              ["connect", "5008", "--send", str(per), "--seed", "4", "--order", "send-first", "--recv"],
              host_when="listening", check=lambda c, g, h: check_both(c, g, h, per, per)))
+    # One-shot senders (issue 22 #8): the CONNECT line and the data in one write, then SHUT_WR
+    # and close without reading "OK": every byte reaches the guest, then EOF.
+    for port, n, seed in ((5011, 5, 11), (5012, 65536, 12)):
+        add(Case(f"oneshot_h2g_{n}", f"vsock-tool listen {port} --recv {n} --peer-seed {seed}",
+                 ["connect", str(port), "--send", str(n), "--seed", str(seed), "--oneshot"],
+                 host_when="listening", check=lambda c, g, h, n=n: check_h2g(c, g, h, n)))
     if full:
         add(Case("reboot_live_conns", "vsock-tool connect 2:5009 --conns 4 --send 65536 --reboot",
                  ["listen", "5009", "--recv", "--conns", "4", "--allow-reset"],

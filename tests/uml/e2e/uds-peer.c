@@ -21,6 +21,9 @@
  *   --order both|send-first|recv-first   send-first: send, SHUT_WR, then
  *                 receive; recv-first: receive to EOF, then send, SHUT_WR
  *   --expect-refused   connect: the device must refuse (no "OK")
+ *   --oneshot     connect: a one-shot sender (socat -u FILE UNIX-CONNECT):
+ *                 the CONNECT line and the data in one write, then
+ *                 SHUT_WR and close, never reading "OK"
  *   --type stream|seqpacket, --conns N, --seed S, --msg-sizes A,B,..,
  *   --timeout S (default 120)
  *
@@ -52,7 +55,7 @@
 enum order { ORDER_BOTH, ORDER_SEND_FIRST, ORDER_RECV_FIRST };
 
 static struct opts {
-	bool listen, seqpacket, do_recv, expect_refused, allow_reset;
+	bool listen, seqpacket, do_recv, expect_refused, allow_reset, oneshot;
 	const char *uds;
 	unsigned int port, conns, nsizes, timeout;
 	uint64_t send_n, seed;
@@ -94,6 +97,28 @@ static int send_all(int fd, const uint8_t *buf, size_t len, int flags)
 	return 0;
 }
 
+/*
+ * --oneshot: "CONNECT <port>\n" and the first bytes of the pattern in one
+ * write, as printf 'CONNECT 6003\nhello' | socat -u - UNIX-CONNECT:uds does.
+ * Return: true when sent (c->sent and c->send_fnv count the data part).
+ */
+static bool oneshot_first(struct conn *c, uint8_t *buf, uint64_t seed)
+{
+	int hl = snprintf((char *)buf, 32, "CONNECT %u\n", o.port);
+	size_t n = o.send_n < CHUNK - 32 ? (size_t)o.send_n : CHUNK - 32;
+	int r;
+
+	skiff_pattern_fill(buf + hl, n, seed, 0);
+	r = send_all(c->fd, buf, (size_t)hl + n, 0);
+	if (r) {
+		fail(c, -r, "send_oneshot");
+		return false;
+	}
+	c->send_fnv = skiff_fnv1a(c->send_fnv, buf + hl, n);
+	c->sent = n;
+	return true;
+}
+
 static void do_send(struct conn *c)
 {
 	uint64_t seed = o.seed + c->idx, off = 0, k;
@@ -104,6 +129,8 @@ static void do_send(struct conn *c)
 	if (!buf)
 		return fail(c, ENOMEM, "alloc");
 	if (!o.seqpacket) {
+		if (o.oneshot && oneshot_first(c, buf, seed))
+			off = c->sent;
 		while (off < o.send_n) {
 			size_t n = o.send_n - off < CHUNK ? (size_t)(o.send_n - off) : CHUNK;
 
@@ -231,6 +258,10 @@ static int connect_one(struct conn *c)
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		goto err;
 	snprintf(req, sizeof(req), "CONNECT %u\n", o.port);
+	if (o.oneshot) {
+		c->fd = fd; /* do_send() puts the line before the data, "OK" is never read */
+		return 0;
+	}
 	if (send_all(fd, (const uint8_t *)req, strlen(req), 0))
 		goto err;
 	/* Byte by byte: nothing past the line may be taken from the stream. */
@@ -319,7 +350,7 @@ static int usage(void)
 	fprintf(stderr, "usage: uds-peer listen|connect UDS PORT [--send N] [--recv] [--conns N]\n"
 			"       [--type stream|seqpacket] [--msg-sizes A,B] [--seed S]\n"
 			"       [--order both|send-first|recv-first] [--expect-refused]\n"
-			"       [--allow-reset] [--timeout S]\n");
+			"       [--allow-reset] [--oneshot] [--timeout S]\n");
 	return 2;
 }
 
@@ -335,6 +366,7 @@ int main(int argc, char **argv)
 		{ "order", required_argument, NULL, 'o' },
 		{ "expect-refused", no_argument, NULL, 'x' },
 		{ "allow-reset", no_argument, NULL, 'R' },
+		{ "oneshot", no_argument, NULL, '1' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -374,6 +406,9 @@ int main(int argc, char **argv)
 			break;
 		case 'R':
 			o.allow_reset = true;
+			break;
+		case '1':
+			o.oneshot = true;
 			break;
 		case 'T':
 			o.timeout = (unsigned int)strtoul(optarg, NULL, 0);

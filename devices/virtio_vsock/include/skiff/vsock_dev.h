@@ -132,6 +132,17 @@ struct vsock_dev_config {
 	/* Connection cap; 0 picks the default (1024). Beyond it: RST. */
 	unsigned int max_conns;
 	/*
+	 * Host fds this device may hold at once for host clients and
+	 * connections (each connection's host socket, each host client still
+	 * writing its CONNECT line or waiting in the lobby). Beyond it a guest
+	 * REQUEST gets an RST and a new host client is closed without "OK";
+	 * the other devices of the process are not affected. 0: an equal share
+	 * of the process's RLIMIT_NOFILE soft limit (as seen at the last
+	 * vsock_dev_create()) among the devices alive: (limit - 64) / devices
+	 * - 32, at least 16, at most max_conns + 128.
+	 */
+	uint32_t max_host_fds;
+	/*
 	 * Receive buffer the device advertises to the guest per connection
 	 * (buf_alloc), in bytes; 0 picks the default (256 KiB). It also bounds
 	 * what the device buffers per connection for a slow host peer.
@@ -184,7 +195,12 @@ struct vsock_vring_config {
 	int call_fd; /* eventfd the device signals; -1: use notify() */
 };
 
-/* Counters, monotonic since create. Read with vsock_dev_get_counters(). */
+/*
+ * Counters, monotonic since create but for the two marked "now". Read with
+ * vsock_dev_get_counters(). Each means one thing, so that errors show: in a
+ * clean open/close loop conn_resets, dropped_pkts and malformed_pkts stay
+ * 0 and conns_open and host_fds come back to where they were.
+ */
 struct vsock_dev_counters {
 	uint64_t tx_pkts; /* packets taken from the TX queue (guest to host) */
 	uint64_t tx_bytes; /* payload bytes delivered to host sockets */
@@ -193,13 +209,42 @@ struct vsock_dev_counters {
 	uint64_t kicks; /* queue notifications consumed (all queues) */
 	uint64_t irqs_sent; /* interrupts raised */
 	uint64_t irqs_suppressed; /* interrupts skipped by EVENT_IDX or NO_INTERRUPT */
-	uint64_t conn_resets; /* RSTs sent to the guest */
-	uint64_t dropped_pkts; /* valid packets dropped (no connection, over cap) */
+	/*
+	 * Established connections that ended by a reset, not the close
+	 * handshake (a SHUTDOWN RCV|SEND either way, then an RST): a host
+	 * socket error, a guest packet breaking the protocol or its credit, a
+	 * close deadline passed, a guest RST out of the blue (an abortive
+	 * close), a routed connection whose other guest went away.
+	 */
+	uint64_t conn_resets;
+	/*
+	 * Valid packets the device threw away undelivered: an RST owed with
+	 * the RST queue full, a guest-to-guest packet whose destination went
+	 * away while it waited.
+	 */
+	uint64_t dropped_pkts;
 	uint64_t malformed_pkts; /* chains or headers that failed validation */
-	uint64_t conns_opened;
-	uint64_t conns_closed;
+	uint64_t conns_opened; /* connections entered in the table, both directions */
+	uint64_t conns_closed; /* ... whose host fd has been closed since */
 	uint64_t dev_resets; /* vsock_dev_reset() calls */
 	uint64_t rx_chains_max; /* most RX chains one packet took (MRG_RXBUF), a maximum */
+	/* now: conns_opened - conns_closed, connections holding a host fd */
+	uint64_t conns_open;
+	/*
+	 * Connection attempts that never became one: guest REQUESTs answered
+	 * with an RST (no listener, connection cap, fd budget, no host side,
+	 * another guest unreachable), host clients closed without "OK" (bad
+	 * or late CONNECT line, slots taken, fd budget, connection cap, the
+	 * guest refused or did not answer, the device not started in time).
+	 */
+	uint64_t conns_refused;
+	/*
+	 * Guest packets naming no connection (answered with an RST unless an
+	 * RST): a few are normal, packets in flight when a connection closed.
+	 */
+	uint64_t stray_pkts;
+	/* now: host fds held for host clients and connections (max_host_fds counts these) */
+	uint64_t host_fds;
 };
 
 /*
