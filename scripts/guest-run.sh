@@ -146,7 +146,10 @@ mkfifo "$tmp/fifo"
 : >"$tmp/console"
 [ -z "$log" ] || : >"$log"
 t0=$(now_us)
-timeout -k 5 "$timeout" "${cmd[@]}" </dev/null >"$tmp/fifo" 2>&1 &
+# bash's job notices ("Killed", "Aborted") go to its stderr: away while the guest runs, the
+# verdict below says what happened.
+exec 4>&2 2>/dev/null
+timeout -k 5 "$timeout" "${cmd[@]}" </dev/null >"$tmp/fifo" 2>&1 4>&- &
 gpid=$!
 exec 3<"$tmp/fifo"
 set +e
@@ -179,8 +182,9 @@ while :; do
 	[ $r = 0 ] || break
 done
 exec 3<&-
-{ wait "$gpid"; } 2>/dev/null # no "Killed" job notice: the verdict below says it
+wait "$gpid"
 st=$?
+exec 2>&4 4>&-
 set -e
 gpid=''
 us=$(($(now_us) - t0))

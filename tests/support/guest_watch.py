@@ -177,7 +177,22 @@ class GuestRun:
                          + self.tail(n) + ["--- end of guest console ---"])
 
 
-def finish_peer(proc, guest, timeout, dead_timeout=2):
+def wait_any(guests, timeout):
+    """Wait until one of @guests (GuestRun) has ended, at most @timeout seconds; return the
+    first one found ended, or None."""
+    any_ended = threading.Event()
+    for g in guests:
+        if g.ended.is_set():
+            return g
+    waiters = [threading.Thread(target=lambda g=g: g.ended.wait(timeout) and any_ended.set(), daemon=True)
+               for g in guests]
+    for t in waiters:
+        t.start()
+    any_ended.wait(timeout)
+    return next((g for g in guests if g.ended.is_set()), None)
+
+
+def finish_peer(proc, guest, timeout, dead_timeout=0.5):
     """Collect a host peer's output (subprocess.Popen with stdout=PIPE): wait up to @timeout
     seconds, or only @dead_timeout when @guest is dead (what the peer waits for will not
     come), then kill it. Returns its output."""
