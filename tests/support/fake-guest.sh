@@ -4,7 +4,7 @@
 # A stand-in for a guest that dies, for the tests of how scripts/guest-run.sh and the
 # harnesses report a dead guest (tests/support/guest_watch_test.py). Pass it as the UML
 # kernel (guest-run.sh uml --kernel fake-guest.sh), or put it first in PATH under the name
-# qemu-system-x86_64. Its arguments are ignored. What it does, from SKIFF_FAKE_GUEST:
+# qemu-system-x86_64. What it does, from SKIFF_FAKE_GUEST:
 #   panic-hang  print a few boot lines, a panic ("Attempted to kill init") with a trace,
 #               then hang, with a helper process, as a panicked UML can
 #   panic-abort the same panic, then die by SIGABRT at once (what UML's panic does)
@@ -13,6 +13,10 @@
 #   exit        boot lines, then exit 0 without a SKIFF-RESULT line
 #   hang        print a boot line and hang (only the timeout ends it)
 #   ok          print SKIFF-RESULT rc=0 and exit 0 (the healthy case)
+#   peer-client-panic
+#               for tests/peer/peer_test.py: the guest whose script (skiff.run64= among
+#               the arguments) runs vsock_test --mode=server says its control socket
+#               listens and hangs; any other guest panics and hangs
 set -u
 boot() {
 	echo "Linux version 6.1.0-fake (skiff test stand-in)"
@@ -31,7 +35,22 @@ hang() {
 	sleep 1000 &
 	wait
 }
+script() {
+	local a
+	for a in "$@"; do
+		[[ $a == skiff.run64=* ]] && printf '%s' "${a#skiff.run64=}" | base64 -d
+	done
+}
 case ${SKIFF_FAKE_GUEST:-} in
+peer-client-panic)
+	boot
+	if script "$@" | grep -q -- '--mode=server'; then
+		echo "Control socket listening on 0.0.0.0:1234"
+	else
+		panic
+	fi
+	hang
+	;;
 panic-hang) boot && panic && hang ;;
 panic-abort) boot && panic && kill -ABRT $$ ;;
 oops-hang)

@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import threading
+import traceback
 
 GUEST_KINDS = ("uml", "qemu", "kvm")
 # guest-run.sh's exit statuses for a guest that did not end by itself with a result.
@@ -74,7 +75,8 @@ class GuestRun:
     verdict); console_path, if given, receives every line as it comes. Lines from the
     verdict on (guest-run.sh's own summary and its copy of the console tail) are kept apart,
     in self.after. ended is set once guest-run.sh has exited (self.status is then its exit
-    status, negative for a signal).
+    status, negative for a signal). An exception from on_line is printed and ends the guest
+    (reason(): "the harness failed ...") rather than leaving it running unread.
     """
 
     def __init__(self, argv, on_line=None, console_path=None, echo=None):
@@ -111,7 +113,16 @@ class GuestRun:
                     continue
                 self.lines.append(line)
                 if self.on_line:
-                    self.on_line(line)
+                    try:
+                        self.on_line(line)
+                    except Exception as e:  # noqa: BLE001 (a harness error must not hang the guest)
+                        traceback.print_exc()
+                        self.on_line = None
+                        self.killed = f"the harness failed on a console line: {e!r}"
+                        try:
+                            os.killpg(self.pid, signal.SIGTERM)  # guest-run.sh kills the guest
+                        except OSError:
+                            pass
         finally:
             self.status = self.proc.wait()
             if self._file:

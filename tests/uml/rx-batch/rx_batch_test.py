@@ -160,6 +160,10 @@ class Host:
 
     def close(self):
         self.stop.set()
+        try:
+            self.srv.shutdown(socket.SHUT_RDWR)  # wakes the accept() at once (Linux)
+        except OSError:
+            pass
         self.srv.close()
         self.t.join(timeout=5)
 
