@@ -16,6 +16,8 @@ Usage: dead_guest_test.py guest-run
          tests/uml/e2e/guest_e2e.py --set smoke, whose host peers wait for the guest
        dead_guest_test.py rx-batch SKIFF_VSOCK RX_WAKE
          tests/uml/rx-batch/rx_batch_test.py
+       dead_guest_test.py ab GUEST_AB
+         bench/guest/guest_ab.py --quick (build/bench/guest_ab), both kernels dying
        dead_guest_test.py peer SKIFF_VSOCK WORK_DIR
          tests/peer/peer_test.py: the server guest listens, the client guest panics: the
          server must be stopped at once (skipped, 77, without vsock_test from
@@ -129,6 +131,11 @@ def main(argv):
         check("rx_batch_test, guest panic-hang", rxb, "panic-hang", 1,
               ["FAIL uml patched guest: uml guest died: " + PANIC, "--- guest console (last 40 lines) ---"],
               HARNESS_LIMIT)
+    elif what == "ab" and len(argv) == 3:
+        ab = [argv[2], "--quick", "--kernel-a", FAKE, "--kernel-b", FAKE]
+        check("guest_ab, both guests panic-hang", ab, "panic-hang", 1,
+              ["guest_ab: pair 1/1 A (baseline)", "FAILED: guest: uml guest died: " + PANIC,
+               "--- guest console (last 30 lines) ---"], HARNESS_LIMIT)
     elif what == "peer" and len(argv) == 4:
         peer = [py, os.path.join(REPO, "tests/peer/peer_test.py"), "--skiff-vsock", argv[2], "--variant",
                 "baseline", "--mrg-rxbuf", "off", "--work-dir", argv[3], "--kernel", FAKE, "--timeout", "60",
