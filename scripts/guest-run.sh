@@ -32,7 +32,10 @@
 # the run within seconds, not at --timeout.
 # Messages (stderr): one verdict line "guest-run.sh: KIND guest ...": "rc=N, S s", "died:
 # LINE (...)", "died: killed by SIGNAME (...)", "timed out after S s", "ended (...) without
-# a SKIFF-RESULT line"; for 123, 124 and 125 the last 20 console lines follow it.
+# a SKIFF-RESULT line"; for 123, 124 and 125 the last 20 console lines follow it. On
+# SIGTERM, SIGINT or SIGHUP it kills the guest and exits 143 ("killed: ... got a signal").
+# The fatal patterns (fatal_re below) are anchored loosely: a panic line may follow guest
+# output on the same console line.
 #
 # UML notes: guest RAM is a file in $TMPDIR (set here to /dev/shm when writable, else
 # /tmp; it must allow mmap and be big enough), shared with vhost-user back ends by fd;
@@ -141,7 +144,7 @@ kill_guest() {
 	kill -KILL -- "-$gpid" 2>/dev/null || kill -KILL "$gpid" 2>/dev/null || true
 }
 trap 'kill_guest; rm -rf "$tmp"' EXIT
-trap 'kill_guest; exit 143' TERM INT HUP
+trap 'kill_guest; echo "guest-run.sh: $kind guest killed: guest-run.sh got a signal" >&4; exit 143' TERM INT HUP
 mkfifo "$tmp/fifo"
 : >"$tmp/console"
 [ -z "$log" ] || : >"$log"
@@ -149,11 +152,16 @@ t0=$(now_us)
 # bash's job notices ("Killed", "Aborted") go to its stderr: away while the guest runs, the
 # verdict below says what happened.
 exec 4>&2 2>/dev/null
+emit() { # a console line: to stdout, the console file, --log
+	printf '%s\n' "$1"
+	printf '%s\n' "$1" >>"$tmp/console"
+	[ -z "$log" ] || printf '%s\n' "$1" >>"$log"
+}
 timeout -k 5 "$timeout" "${cmd[@]}" </dev/null >"$tmp/fifo" 2>&1 4>&- &
 gpid=$!
 exec 3<"$tmp/fifo"
 set +e
-dead='' killed=''
+dead='' killed='' pending=''
 while :; do
 	if [ -n "$dead" ]; then
 		left=$((dead_us + grace_us - $(now_us)))
@@ -168,19 +176,21 @@ while :; do
 	fi
 	r=$?
 	if [ $r -gt 128 ]; then
-		continue # the grace period ended; checked above
+		pending+=$line # the grace period ended (checked above) inside this line
+		continue
 	fi
+	line=$pending$line
+	pending=''
 	[ $r = 0 ] || [ -n "$line" ] || break
 	line=${line%$'\r'}
-	printf '%s\n' "$line"
-	printf '%s\n' "$line" >>"$tmp/console"
-	[ -z "$log" ] || printf '%s\n' "$line" >>"$log"
+	emit "$line"
 	if [ -z "$dead" ] && [[ $line =~ $fatal_re ]]; then
 		dead=$line
 		dead_us=$(now_us)
 	fi
 	[ $r = 0 ] || break
 done
+[ -z "$pending" ] || emit "${pending%$'\r'}"
 exec 3<&-
 wait "$gpid"
 st=$?
