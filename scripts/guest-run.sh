@@ -34,8 +34,10 @@
 # LINE (...)", "died: killed by SIGNAME (...)", "timed out after S s", "ended (...) without
 # a SKIFF-RESULT line"; for 123, 124 and 125 the last 20 console lines follow it. On
 # SIGTERM, SIGINT or SIGHUP it kills the guest and exits 143 ("killed: ... got a signal").
-# The fatal patterns (fatal_re below) are anchored loosely: a panic line may follow guest
-# output on the same console line.
+# Fatal patterns (fatal_re below): "Kernel panic - not syncing", x86 die() lines
+# ("...: 0000 [#1] ...") and "kernel BUG at" anywhere in a line (kernel messages can
+# follow guest output on one console line); "Oops" only at a line's start (after a
+# printk timestamp, if any).
 #
 # UML notes: guest RAM is a file in $TMPDIR (set here to /dev/shm when writable, else
 # /tmp; it must allow mmap and be big enough), shared with vhost-user back ends by fd;
