@@ -17,11 +17,27 @@
 #   --mem MIB         guest RAM (default 256)
 #   --smp N           qemu: N vCPUs, 1..4 (default 1; multi-threaded TCG, a host thread each)
 #   --timeout S       kill the guest after S seconds (default 120); exit 124
+#   --grace S         after a fatal line on the console (below), give the guest S more
+#                     seconds to print the rest (its backtrace) or end, then kill it
+#                     (default 2)
 #   --log FILE        also write the console to FILE
 #   -- extra...       uml: more kernel command line words; qemu: more QEMU arguments
-# Exit status: the guest's rc; 124 timeout; 125 the guest ended without a SKIFF-RESULT
-# (crash, panic, bad arguments). With several SKIFF-RESULT lines (control mode) the
-# first non-zero rc wins.
+# Exit status: the guest's rc; 123 the guest died: a fatal line on its console (a kernel
+# panic, "Attempted to kill init", an Oops or other die() line, "kernel BUG at"), or the
+# guest's process was killed by a signal (UML aborts after a panic: SIGABRT); 124 timeout;
+# 125 the guest ended without a SKIFF-RESULT line (bad arguments, an early exit). With
+# several SKIFF-RESULT lines (control mode) the first non-zero rc wins; a fatal line wins
+# over any rc. A guest that prints a fatal line is killed --grace seconds later if it has
+# not ended by then (a panicked UML may hang; panic=-1 may reboot), so a dead guest ends
+# the run within seconds, not at --timeout.
+# Messages (stderr): one verdict line "guest-run.sh: KIND guest ...": "rc=N, S s", "died:
+# LINE (...)", "died: killed by SIGNAME (...)", "timed out after S s", "ended (...) without
+# a SKIFF-RESULT line"; for 123, 124 and 125 the last 20 console lines follow it. On
+# SIGTERM, SIGINT or SIGHUP it kills the guest and exits 143 ("killed: ... got a signal").
+# Fatal patterns (fatal_re below): "Kernel panic - not syncing", x86 die() lines
+# ("...: 0000 [#1] ...") and "kernel BUG at" anywhere in a line (kernel messages can
+# follow guest output on one console line); "Oops" only at a line's start (after a
+# printk timestamp, if any).
 #
 # UML notes: guest RAM is a file in $TMPDIR (set here to /dev/shm when writable, else
 # /tmp; it must allow mmap and be big enough), shared with vhost-user back ends by fd;
@@ -53,7 +69,7 @@ kind=$1
 shift
 case $kind in uml | qemu) ;; *) usage ;; esac
 
-kernel='' variant=baseline initrd='' run='' append='' vsock='' mem=256 timeout=120 log='' smp=1
+kernel='' variant=baseline initrd='' run='' append='' vsock='' mem=256 timeout=120 log='' smp=1 grace=2
 extra=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -66,6 +82,7 @@ while [ $# -gt 0 ]; do
 	--mem) mem=${2:-} && shift ;;
 	--smp) smp=${2:-} && shift ;;
 	--timeout) timeout=${2:-} && shift ;;
+	--grace) grace=${2:-} && shift ;;
 	--log) log=${2:-} && shift ;;
 	--)
 		shift
@@ -77,7 +94,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ -n "$initrd" ] && [ -r "$initrd" ] || die "--initrd FILE is required and must be readable"
-[[ $mem =~ ^[0-9]+$ ]] && [[ $timeout =~ ^[0-9]+$ ]] && [[ $smp =~ ^[1-4]$ ]] || usage
+[[ $mem =~ ^[0-9]+$ ]] && [[ $timeout =~ ^[0-9]+$ ]] && [[ $grace =~ ^[0-9]+$ ]] && [[ $smp =~ ^[1-4]$ ]] || usage
 [ "$smp" = 1 ] || [ "$kind" = qemu ] || die "--smp $smp: user-mode Linux is uniprocessor"
 if [ -z "$kernel" ]; then
 	arch=x86_64
@@ -116,21 +133,103 @@ qemu)
 	;;
 esac
 
-t0=$(date +%s.%N)
+# A dead guest ends the run at once. The guest runs in the background under timeout(1),
+# which makes itself the leader of a new process group (UML's helper processes are in it
+# too): killing that group kills the whole guest. Its console comes through a FIFO and is
+# read here line by line; the first fatal line starts the grace period.
+fatal_re='Kernel panic - not syncing|[0-9a-f]{4} \[#[0-9]+\]|kernel BUG at |^(\[ *[0-9]+\.[0-9]+\] )?Oops'
+grace_us=$((grace * 1000000))
+now_us() { echo "${EPOCHREALTIME/./}"; }
+gpid=''
+kill_guest() {
+	[ -n "$gpid" ] || return 0
+	kill -KILL -- "-$gpid" 2>/dev/null || kill -KILL "$gpid" 2>/dev/null || true
+}
+trap 'kill_guest; rm -rf "$tmp"' EXIT
+trap 'kill_guest; echo "guest-run.sh: $kind guest killed: guest-run.sh got a signal" >&4; exit 143' TERM INT HUP
+mkfifo "$tmp/fifo"
+: >"$tmp/console"
+[ -z "$log" ] || : >"$log"
+t0=$(now_us)
+# bash's job notices ("Killed", "Aborted") go to its stderr: away while the guest runs, the
+# verdict below says what happened.
+exec 4>&2 2>/dev/null
+emit() { # a console line: to stdout, the console file, --log
+	printf '%s\n' "$1"
+	printf '%s\n' "$1" >>"$tmp/console"
+	[ -z "$log" ] || printf '%s\n' "$1" >>"$log"
+}
+timeout -k 5 "$timeout" "${cmd[@]}" </dev/null >"$tmp/fifo" 2>&1 4>&- &
+gpid=$!
+exec 3<"$tmp/fifo"
 set +e
-timeout -k 5 "$timeout" "${cmd[@]}" </dev/null 2>&1 | sed -u 's/\r$//' | tee "$tmp/console" "${log:-/dev/null}"
-st=${PIPESTATUS[0]}
+dead='' killed='' pending=''
+while :; do
+	if [ -n "$dead" ]; then
+		left=$((dead_us + grace_us - $(now_us)))
+		if [ "$left" -le 0 ]; then
+			kill_guest
+			killed=1
+			break
+		fi
+		IFS= read -r -t "$((left / 1000000)).$(printf '%06d' $((left % 1000000)))" -u 3 line
+	else
+		IFS= read -r -u 3 line
+	fi
+	r=$?
+	if [ $r -gt 128 ]; then
+		pending+=$line # the grace period ended (checked above) inside this line
+		continue
+	fi
+	line=$pending$line
+	pending=''
+	[ $r = 0 ] || [ -n "$line" ] || break
+	line=${line%$'\r'}
+	emit "$line"
+	if [ -z "$dead" ] && [[ $line =~ $fatal_re ]]; then
+		dead=$line
+		dead_us=$(now_us)
+	fi
+	[ $r = 0 ] || break
+done
+[ -z "$pending" ] || emit "${pending%$'\r'}"
+exec 3<&-
+wait "$gpid"
+st=$?
+exec 2>&4 4>&-
 set -e
-secs=$(echo "$(date +%s.%N) - $t0" | bc)
-rc=$(sed -n 's/^SKIFF-RESULT .*rc=\([^ ]*\)$/\1/p' "$tmp/console" | awk '$1 != "0" { print; exit } END { if (NR) print "0" }' | head -n1)
-if [ "$st" = 124 ] || [ "$st" = 137 ]; then
+gpid=''
+us=$(($(now_us) - t0))
+secs=$(printf '%d.%02d' $((us / 1000000)) $((us % 1000000 / 10000)))
+tail_console() {
+	echo "guest-run.sh: --- last $1 console lines ---" >&2
+	tail -n "$1" "$tmp/console" >&2
+	echo "guest-run.sh: --- end of console ---" >&2
+}
+if [ -n "$dead" ]; then
+	how="it ended by itself, status $st"
+	[ -z "$killed" ] || how="killed ${grace} s after that line"
+	echo "guest-run.sh: $kind guest died: $dead ($how; $secs s after start)" >&2
+	tail_console 20
+	exit 123
+fi
+if [ "$st" = 124 ] || { [ "$st" = 137 ] && [ "${secs%.*}" -ge "$timeout" ]; }; then
 	echo "guest-run.sh: $kind guest timed out after ${timeout} s" >&2
+	tail_console 20
 	exit 124
 fi
+if [ "$st" -gt 128 ]; then
+	sig=$(kill -l $((st - 128)) 2>/dev/null || echo $((st - 128)))
+	echo "guest-run.sh: $kind guest died: killed by SIG$sig (status $st, $secs s after start)" >&2
+	tail_console 20
+	exit 123
+fi
+rc=$(sed -n 's/^SKIFF-RESULT .*rc=\([^ ]*\)$/\1/p' "$tmp/console" | awk '$1 != "0" { print; exit } END { if (NR) print "0" }' | head -n1)
 if [ -z "$rc" ]; then
-	echo "guest-run.sh: $kind guest ended (status $st) without a SKIFF-RESULT line" >&2
+	echo "guest-run.sh: $kind guest ended (status $st, after $secs s) without a SKIFF-RESULT line" >&2
+	tail_console 20
 	exit 125
 fi
 [[ $rc =~ ^[0-9]+$ ]] || rc=1
-echo "guest-run.sh: $kind guest rc=$rc, $(printf '%.2f' "$secs") s" >&2
+echo "guest-run.sh: $kind guest rc=$rc, $secs s" >&2
 exit "$rc"

@@ -13,7 +13,10 @@ log(B/A), i.e. the geometric mean ratio), and each mean as a fraction of the lim
 
 Normally run through build/bench/guest_ab, which passes the paths of this build's programs.
 Exit status: 0 all figures measured; 1 a boot or a step failed (the table still prints
-what was measured); 2 usage; 77 skipped (SKIFF_SKIP_GUESTS=1).
+what was measured); 2 usage; 77 skipped (SKIFF_SKIP_GUESTS covers the --vmm kind: 1, all, uml
+or qemu). A guest that dies (guest-run.sh exit 123, 124, 125: panic, abort, timeout, no
+result) fails its boot at once: the host peers still waiting for it are stopped, and the reason
+and console tail are printed (tests/support/guest_watch.py).
 """
 import argparse
 import functools
@@ -33,6 +36,8 @@ import threading
 import time
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
+sys.path.insert(0, os.path.join(REPO, "tests/support"))
+from guest_watch import GuestRun, exit_if_skipped, finish_peer  # noqa: E402
 CTL_PORT = 999
 GUEST_CID = 3
 FIRST_PORT = 6000
@@ -327,6 +332,7 @@ class Boot:
         self.seconds = None
         self.dev_pid = None  # skiff-vsock, for the per-step snapshots
         self.devlog = os.path.join(work, "skiff-vsock.log")
+        self.vm = None  # GuestRun
 
     def log(self, msg):
         if self.a.verbose:
@@ -453,28 +459,23 @@ class Boot:
             # QEMU 7.2's vhost-user-vsock-device does not pass MRG_RXBUF on: both
             # kernels run without the feature there.
             argv += ["--smp", str(a.smp), "--", "-global", "virtio-mmio.force-legacy=false"]
-        vm = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, errors="replace")
+        self.vm = vm = GuestRun(argv, on_line=self.on_line)
         self.vm_pid = vm.pid  # set before the guest can fetch its first step
-        self.procs.append(vm)
-        for line in vm.stdout:
-            self.on_line(line.rstrip("\r\n"))
-        rc = vm.wait()
+        if vm.wait(a.boot_timeout + 30) is None:  # guest-run.sh's own --timeout failed
+            vm.kill(f"guest-run.sh still running {a.boot_timeout + 30} s after start: killed")
+        rc = vm.status
         self.done.set()
         if self.turn:
             self.turn.boot_ended(self.bid)
         self.seconds = time.monotonic() - t0
-        if rc != 0:
+        if vm.dead:
+            self.errors.append(f"guest: {vm.reason()}")
+        elif rc != 0:
             self.errors.append(f"guest-run.sh exited {rc}")
         for st in self.steps:
             if st.peer is None:
                 continue
-            try:
-                out, _ = st.peer.communicate(timeout=a.step_timeout + 10)
-            except subprocess.TimeoutExpired:
-                st.peer.kill()
-                out, _ = st.peer.communicate()
-            for line in out.splitlines():
+            for line in finish_peer(st.peer, vm, a.step_timeout + 10).splitlines():
                 if line.startswith("PEER "):
                     st.peer_line = kv(line)
         dev.send_signal(signal.SIGTERM)
@@ -508,6 +509,8 @@ class Boot:
         self.done.set()
         if self.turn:
             self.turn.boot_ended(self.bid)
+        if self.vm:
+            self.vm.kill()
         for p in self.procs:
             if p.poll() is None:
                 p.kill()
@@ -714,9 +717,7 @@ def main():
     ap.add_argument("--verbose", action="store_true", help="echo the guest console")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     a = ap.parse_args()
-    if os.environ.get("SKIFF_SKIP_GUESTS") == "1":
-        print("guest_ab: skipped (SKIFF_SKIP_GUESTS=1)")
-        return 77
+    exit_if_skipped(a.vmm, "guest_ab")
     if a.quick:
         a.pairs, a.seconds, a.rtt_count, a.limit_seconds = 1, 0.2, 1000, 0.1
     if a.pairs < 1 or a.rtt_count < 1 or not (0 < a.seconds <= 60) or not (0 <= a.nice <= 19):

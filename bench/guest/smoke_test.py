@@ -7,7 +7,7 @@ Runs `GUEST_AB --quick --json FILE` (one A/B pair, short transfers) and checks t
 exited 0, printed its table, and wrote JSON with every key: the configuration, every
 figure for both kernels with its summary, the socketpair limits, the per-step raw results.
 It never judges a figure's value beyond "a finite number of the right sign".
-Exit status 0 pass, 1 fail, 77 skipped (SKIFF_SKIP_GUESTS=1).
+Exit status 0 pass, 1 fail, 77 skipped (SKIFF_SKIP_GUESTS: 1, all, or the --vmm kind, default uml).
 """
 import json
 import math
@@ -15,6 +15,9 @@ import os
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tests/support"))
+from guest_watch import exit_if_skipped  # noqa: E402
 
 SIZES = [256, 4096, 65536]
 RTT_SIZES = [256, 4096]
@@ -89,9 +92,8 @@ def main():
     if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
-    if os.environ.get("SKIFF_SKIP_GUESTS") == "1":
-        print("bench-guest-ab-smoke: skipped (SKIFF_SKIP_GUESTS=1)")
-        return 77
+    vmm = sys.argv[sys.argv.index("--vmm") + 1] if "--vmm" in sys.argv[2:-1] else "uml"
+    exit_if_skipped(vmm, "bench-guest-ab-smoke")
     with tempfile.TemporaryDirectory(prefix="skiff-gab-smoke-") as d:
         out = os.path.join(d, "guest_ab.json")
         argv = [sys.argv[1], "--quick", "--json", out] + sys.argv[2:]

@@ -48,7 +48,8 @@ fail() {
 	echo "guest_boot_test: FAIL: $*"
 	exit 1
 }
-[ $rc = 0 ] || fail "guest-run.sh exit $rc"
+# 123 died (panic, abort), 124 timed out, 125 no result: guest-run.sh's verdict says why.
+[ $rc = 0 ] || fail "guest-run.sh exit $rc: $(grep -m1 '^guest-run\.sh: [a-z]* guest ' "$out" || echo 'no verdict')"
 mapfile -t res < <(grep '^VSOCK-TOOL ' "$out")
 [ ${#res[@]} = 5 ] || fail "expected 5 VSOCK-TOOL lines, got ${#res[@]}"
 for l in "${res[@]}"; do

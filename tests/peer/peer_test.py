@@ -27,7 +27,9 @@ have one, no progress is made, --attempts is reached or fewer than 40 s of --dea
 left (guest timeouts shrink to fit the deadline too). A test passes when both sides print
 "N - name...ok". Exit 0 only when every test passed (except the NOT_APPLICABLE ones, each with
 its reason; none today), the device saw traffic and exited cleanly; 1 otherwise; 77 when
-skipped (SKIFF_SKIP_GUESTS=1).
+skipped (SKIFF_SKIP_GUESTS=1, all or uml). A guest that dies (guest-run.sh exit 123, 124, 125:
+panic, abort, no result) ends its attempt at once: the other guest is killed, the reason is
+recorded and the consoles are printed (tests/support/guest_watch.py).
 
 --mode loopback runs server and client in one guest over the kernel's vsock loopback transport
 (CID 1, no device): the same test binary and kernel without skiff in the path, for telling a
@@ -50,6 +52,8 @@ import threading
 import time
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
+sys.path.insert(0, os.path.join(REPO, "tests/support"))
+from guest_watch import GuestRun, exit_if_skipped, wait_any  # noqa: E402
 INNER_ENV = "SKIFF_PEER_IN_NAMESPACE"
 CONTROL_PORT = 1234
 NET = "10.77.0"
@@ -171,44 +175,36 @@ class Network:
 # -- one guest ---------------------------------------------------------------------
 
 
-class Guest:
-    """One guest-run.sh process; its console is read line by line into a file and a list."""
+class Guest(GuestRun):
+    """One guest-run.sh process (GuestRun: console lines, reason); @ready is set when a line
+    holds @ready_marker, or when the guest ends (a waiter checks which)."""
 
     def __init__(self, name, argv, console_path, ready_marker=None):
         self.name = name
-        self.lines = []
         self.ready = threading.Event()
-        self.ended = threading.Event()
         self.marker = ready_marker
-        self.console_path = console_path
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, errors="replace")
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
+        super().__init__(argv, on_line=self._line, console_path=console_path)
+        threading.Thread(target=lambda: self.ended.wait() and self.ready.set(), daemon=True).start()
 
-    def _read(self):
-        with open(self.console_path, "w") as f:
-            for line in self.proc.stdout:
-                line = line.rstrip("\r\n")
-                self.lines.append(line)
-                f.write(line + "\n")
-                f.flush()
-                if self.marker and self.marker in line:
-                    self.ready.set()
-        self.proc.wait()
-        self.ended.set()
-        self.ready.set()  # wake a waiter; it checks ended
+    def _line(self, line):
+        if self.marker and self.marker in line:
+            self.ready.set()
 
     def wait(self, timeout):
-        if not self.ended.wait(timeout):
-            self.kill()
-            self.ended.wait(10)
+        """guest-run.sh's exit status; None if it had to be killed after @timeout seconds."""
+        if super().wait(timeout) is None:
+            self.kill(f"did not end within {timeout:.0f} s")
+            super().wait(10)
             return None
-        return self.proc.returncode
+        return self.status
 
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
+    def problem(self, tag):
+        """What went wrong with this guest, for self.errors; None if it ended with a result."""
+        if self.killed:
+            return f"{tag}: {self.name} guest killed: {self.killed}"
+        if self.dead:
+            return f"{tag}: {self.name} guest: {self.reason()}"
+        return None
 
 
 # -- results -----------------------------------------------------------------------
@@ -383,9 +379,10 @@ class PeerTest:
             self.procs.append(srv.proc)
             srv.ready.wait(self.left() + 5)
             if srv.ended.is_set() or not any("Control socket listening" in x for x in srv.lines):
-                self.errors.append(f"{tag}: the server guest never listened on its control socket")
-                srv.kill()
+                srv.kill("never listened on its control socket")
                 srv.wait(30)
+                self.errors.append(srv.problem(tag) or f"{tag}: the server guest never listened on its control "
+                                   "socket")
                 return {"server": srv.lines, "client": []}
             cli = Guest("client", self.guest_argv(CLIENT, scripts["client"], socks["client"]),
                         os.path.join(self.work, f"{tag}-client.console"))
@@ -393,15 +390,17 @@ class PeerTest:
             self.procs.append(cli.proc)
             # The server ends at most vsock_test's 10 s control timeout after the client
             # (30 s here); without a client it would wait in accept() until its timeout.
+            # A guest that dies (panic, abort, no result) takes the other one with it at once.
+            first = wait_any((cli, srv), self.left() + 15)
+            if first is not None and first.dead:
+                other = srv if first is cli else cli
+                other.kill(f"the {first.name} guest died first ({first.reason()})")
             for g, limit in ((cli, self.left() + 15), (srv, 30)):
                 rc = g.wait(limit)
                 log(f"{tag}: {g.name} guest exit status {rc}")
-                if rc is None:
-                    self.errors.append(f"{tag}: {g.name} guest did not end within {limit:.0f} s (killed)")
-                elif rc == 124:
-                    self.errors.append(f"{tag}: {g.name} guest timed out")
-                elif rc == 125:
-                    self.errors.append(f"{tag}: {g.name} guest ended without a result (crash or panic)")
+                err = g.problem(tag)
+                if err:
+                    self.errors.append(err)
             return {"server": srv.lines, "client": cli.lines}
         finally:
             for g in guests:
@@ -425,8 +424,9 @@ class PeerTest:
         self.procs.append(g.proc)
         rc = g.wait(self.left() + 15)
         log(f"{tag}: loopback guest exit status {rc}")
-        if rc is None or rc == 125:
-            self.errors.append(f"{tag}: the guest did not end cleanly (status {rc})")
+        err = g.problem(tag)
+        if err:
+            self.errors.append(err)
         return {"server": g.lines, "client": g.lines}
 
     def run(self):
@@ -563,9 +563,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=90, help="per guest boot, seconds")
     ap.add_argument("--deadline", type=int, default=220, help="seconds for the whole run (see above)")
     a = ap.parse_args()
-    if os.environ.get("SKIFF_SKIP_GUESTS") == "1":
-        log("skipped (SKIFF_SKIP_GUESTS=1)")
-        return 77
+    exit_if_skipped("uml", "peer_test")
     if not os.environ.get(INNER_ENV):
         return reexec_in_namespaces()
     # PID 1 of the new PID namespace: SIGTERM and SIGINT must be handled explicitly.

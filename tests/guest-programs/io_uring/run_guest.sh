@@ -12,7 +12,9 @@
 #   --kernel LINUX     default: scripts/build-kernels.sh --print-path VARIANT um
 #   --skiff-vsock BIN  run through skiff-vsock (vhost-user) against a host echo peer
 #                      (uds_echo.py) instead of vsock loopback inside the guest
-# Exit: 0 as expected, 1 not as expected, 77 skipped (no kernel built, no busybox).
+# Exit: 0 as expected, 1 not as expected (a guest that dies, guest-run.sh 123/124/125, at
+# once, with guest-run.sh's reason and console tail), 77 skipped (no kernel built, no
+# busybox).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -82,11 +84,17 @@ if [ -n "$skiff_vsock" ]; then
 fi
 
 set +e
-"$repo/scripts/guest-run.sh" "${run_args[@]}" --run "$cmd" --log "$work/console" >/dev/null 2>&1
+"$repo/scripts/guest-run.sh" "${run_args[@]}" --run "$cmd" --log "$work/console" >/dev/null 2>"$work/guest-run.err"
 rc=$?
 set -e
 sed -n '/^# vsock_uring_test/,/^# summary/p' "$work/console"
 echo "run_guest.sh: guest rc=$rc"
+# 123 died (panic, abort), 124 timed out, 125 no result: no selftest verdict to check.
+if [ $rc -ge 123 ] && [ $rc -le 125 ]; then
+	echo "run_guest.sh: FAIL: the guest did not finish the selftest:"
+	cat "$work/guest-run.err"
+	exit 1
+fi
 
 if [ "$variant" = patched ]; then
 	[ $rc = 0 ] && grep -q '^# summary .*fail=0' "$work/console" && exit 0

@@ -23,7 +23,11 @@ skiff-vsock --test-fault: the guest must drop every lying packet, say so in dmes
 Oops/BUG/WARNING/Call Trace line on the console.
 Without --kernel, the image comes from scripts/build-kernels.sh --print-path (CI builds the
 kernels before ctest, so a missing image is a failure, not a skip).
-Exit status 0 when every case passed, 1 otherwise, 77 when skipped (SKIFF_SKIP_GUESTS=1).
+A guest that dies (guest-run.sh exit 123/124/125: panic, Oops, abort, timeout, no result)
+fails the run as soon as guest-run.sh reports it: host peers still waiting for it are
+stopped at once, and the reason and the console tail are printed (tests/support/guest_watch.py).
+Exit status 0 when every case passed, 1 otherwise, 77 when skipped (SKIFF_SKIP_GUESTS covers
+the --vmm kind: 1, all, uml or qemu; README.md, Tests).
 """
 import argparse
 import os
@@ -36,6 +40,10 @@ import sys
 import tempfile
 import threading
 import time
+
+REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../.."))
+sys.path.insert(0, os.path.join(REPO, "tests/support"))
+from guest_watch import GuestRun, exit_if_skipped, finish_peer  # noqa: E402
 
 PLAN_PORT = 999
 EARLY_PORT = 998  # host clients that connect before the frontend (nobody listens)
@@ -313,8 +321,6 @@ def make_cases(full, vmm):
 # reason; printed as SKIP so that nobody mistakes them for passes). Empty now.
 KNOWN_BROKEN = {}
 
-REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../.."))
-
 
 class Runner:
     def __init__(self, a):
@@ -339,6 +345,7 @@ class Runner:
         self.done = threading.Event()
         self.procs = []
         self.early_error = None
+        self.vm = None  # GuestRun
 
     def log(self, msg):
         print(f"guest_e2e: {msg}", flush=True)
@@ -358,12 +365,7 @@ class Runner:
     def finish_host(self, c, timeout):
         if c.host_proc is None:
             return
-        try:
-            out, _ = c.host_proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            c.host_proc.kill()
-            out, _ = c.host_proc.communicate()
-        for line in out.splitlines():
+        for line in finish_peer(c.host_proc, self.vm, timeout).splitlines():
             if line.startswith("UDS-PEER "):
                 c.host_sum = kv(line)
 
@@ -494,20 +496,18 @@ class Runner:
             if c.host and c.host_when == "boot":
                 self.start_host(c)
         initrd = self.build_initrd()
-        vm = subprocess.Popen(self.vm_argv(initrd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, errors="replace")
-        self.procs.append(vm)
-        timer = threading.Timer(a.timeout, vm.kill)
-        timer.start()
-        for line in vm.stdout:
-            self.on_line(line.rstrip("\r\n"))
-        vm.wait()
-        timer.cancel()
+        self.vm = GuestRun(self.vm_argv(initrd), on_line=self.on_line)
+        if self.vm.wait(a.timeout + 30) is None:  # guest-run.sh's own --timeout failed
+            self.vm.kill(f"guest-run.sh still running {a.timeout + 30} s after start: killed")
         t_guest = time.monotonic() - t0
         self.done.set()
         for c in self.cases:
             self.finish_host(c, timeout=30)
-        self.early_error = self.check_early(early)
+        if self.vm.dead:  # not checked: the device's 5 s host wait may not be over yet
+            for c in early:
+                c.close()
+        else:
+            self.early_error = self.check_early(early)
         # The backend outlives the guest(s) and exits cleanly on SIGTERM.
         alive = dev.poll() is None
         dev.send_signal(signal.SIGTERM)
@@ -548,6 +548,9 @@ class Runner:
     def report(self, alive, rc, leftovers, t_guest):
         failed = 0
         boots = self.boots
+        if self.vm.dead:
+            failed += 1
+            print(f"FAIL {self.a.vmm} guest: {self.vm.reason()}")
         for c in self.cases:
             if c.guest_sum is None and c.summary and c.name != "reboot_live_conns":
                 c.error = "guest printed no VSOCK-TOOL summary (case did not run?)"
@@ -566,6 +569,8 @@ class Runner:
         if self.early_error:
             failed += 1
             print(f"FAIL host clients before the frontend: not closed without OK: {self.early_error}")
+        elif self.vm.dead:
+            print("NOT CHECKED host clients connected before the frontend (the guest died)")
         else:
             print("PASS host clients connected before the frontend: closed without OK")
         if not alive or rc != 0 or leftovers:
@@ -591,6 +596,8 @@ class Runner:
         return 1 if failed else 0
 
     def cleanup(self):
+        if self.vm:
+            self.vm.kill()
         for p in self.procs:
             if p.poll() is None:
                 p.kill()
@@ -621,9 +628,7 @@ def main():
     ap.add_argument("--all", action="store_true", help="also run the KNOWN_BROKEN cases")
     ap.add_argument("--verbose", action="store_true", help="echo the guest console")
     a = ap.parse_args()
-    if os.environ.get("SKIFF_SKIP_GUESTS") == "1":
-        print("guest_e2e: skipped (SKIFF_SKIP_GUESTS=1)")
-        return 77
+    exit_if_skipped(a.vmm, "guest_e2e")
     kernel = a.kernel
     if not kernel:
         arch, f = ("um", "linux") if a.vmm == "uml" else ("x86_64", "bzImage")

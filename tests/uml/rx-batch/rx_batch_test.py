@@ -39,8 +39,10 @@ Usage: rx_batch_test.py --skiff-vsock BIN --rx-wake BIN [--variant baseline|patc
                         [--vmm uml|qemu] [--smp N] [--kernel PATH] [--rx-pkt-max N]
                         [--bursts N] [--flow-bytes N] [--timeout S] [--known-fail CASES]
                         [--verbose]
-Exit status 0 every case passed, 1 otherwise, 77 skipped (SKIFF_SKIP_GUESTS=1, or no
-kernel built for the variant).
+A guest that dies (panic, Oops, abort: guest-run.sh exit 123, 124, 125) fails the run at once,
+with guest-run.sh's reason and the console tail (tests/support/guest_watch.py).
+Exit status 0 every case passed, 1 otherwise, 77 skipped (SKIFF_SKIP_GUESTS covers the --vmm
+kind: 1, all, uml or qemu; README.md, Tests).
 """
 import argparse
 import os
@@ -58,6 +60,8 @@ import time
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../.."))
 sys.path.insert(0, os.path.join(REPO, "tests/guest-programs"))
+sys.path.insert(0, os.path.join(REPO, "tests/support"))
+from guest_watch import GuestRun, exit_if_skipped  # noqa: E402
 from pattern import pattern  # noqa: E402
 
 GUEST_CID = 3
@@ -156,6 +160,10 @@ class Host:
 
     def close(self):
         self.stop.set()
+        try:
+            self.srv.shutdown(socket.SHUT_RDWR)  # wakes the accept() at once (Linux)
+        except OSError:
+            pass
         self.srv.close()
         self.t.join(timeout=5)
 
@@ -178,9 +186,7 @@ def main():
                     "baseline's rx_bytes overstatement (see above)")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
-    if os.environ.get("SKIFF_SKIP_GUESTS") == "1":
-        print("rx_batch_test: skipped (SKIFF_SKIP_GUESTS=1)")
-        return 77
+    exit_if_skipped(a.vmm, "rx_batch_test")
     if not 1 <= a.smp <= 4 or (a.smp > 1 and a.vmm != "qemu"):
         ap.error("--smp is 1..4, and above 1 needs --vmm qemu (UML is uniprocessor)")
     arch = "um" if a.vmm == "uml" else "x86_64"
@@ -198,6 +204,7 @@ def main():
     work = tempfile.mkdtemp(prefix="skiff-rxb-", dir="/tmp")
     vu, uds = os.path.join(work, "vu.sock"), os.path.join(work, "h.sock")
     procs, hosts, errors = [], [], []
+    vm = None
     try:
         dev = subprocess.Popen([a.skiff_vsock, "--socket", vu, "--cid", str(GUEST_CID), "--uds", uds,
                                 "--mrg-rxbuf", mrg, "--rx-pkt-max", str(a.rx_pkt_max)],
@@ -240,25 +247,28 @@ def main():
         if a.vmm == "qemu":
             argv += ["--smp", str(a.smp)]
         t0 = time.monotonic()
-        vm = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, errors="replace")
-        procs.append(vm)
-        console, results, current, setup = [], {}, None, None
-        for line in vm.stdout:
-            line = line.rstrip("\r\n")
-            console.append(line)
+        results, state = {}, {"current": None, "setup": None}
+
+        def on_line(line):
             if a.verbose:
                 print(f"  | {line}", flush=True)
             if line.startswith("RX-SETUP "):
-                setup = line
+                state["setup"] = line
             if line.startswith("RX-CASE "):
-                current = line.split()[1]
-            elif line.startswith("RX-WAKE") and current:
-                results.setdefault(current, []).append(line)
-        vm_rc = vm.wait()
+                state["current"] = line.split()[1]
+            elif line.startswith("RX-WAKE") and state["current"]:
+                results.setdefault(state["current"], []).append(line)
+
+        vm = GuestRun(argv, on_line=on_line)
+        if vm.wait(a.timeout + 30) is None:  # guest-run.sh's own --timeout failed
+            vm.kill(f"guest-run.sh still running {a.timeout + 30} s after start: killed")
+        vm_rc = vm.status
+        setup = state["setup"]
         elapsed = time.monotonic() - t0
 
         failed = 0
+        if vm.dead:
+            print(f"FAIL {where} {a.variant} guest: {vm.reason()}")
         known = {c for c in a.known_fail.split(",") if c}
         unknown = known - {n for n, _, _ in cases}
         if unknown:
@@ -293,14 +303,16 @@ def main():
                 failed += 1
             else:
                 print(f"placement: {setup}")
-        if vm_rc != 0 and not failed and not known:
+        if vm_rc != 0 and not failed and not known and not vm.dead:
             print(f"FAIL guest-run.sh exit status {vm_rc}")
             failed += 1
         print(f"rx_batch_test: {len(cases) - failed}/{len(cases)} cases passed, {elapsed:.1f} s")
-        if failed:
-            print("--- guest console (last 40 lines) ---\n" + "\n".join(console[-40:]))
-        return 1 if failed else 0
+        if failed or vm.dead:
+            print("--- guest console (last 40 lines) ---\n" + "\n".join(vm.lines[-40:]))
+        return 1 if failed or vm.dead else 0
     finally:
+        if vm:
+            vm.kill()
         for h in hosts:
             h.close()
         for p in procs:
