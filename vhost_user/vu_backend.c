@@ -517,9 +517,12 @@ static int check_fd(struct vu_backend *vb, const struct vu_msg *msg, int fd, int
 	char what[64] = "";
 	int ret = vu_fd_check(fd, use, what, sizeof(what));
 
-	if (ret)
+	if (ret && q >= 0)
 		vu_err(vb, "%s (vring %d): the fd is %s, not %s", req_name(msg->hdr.request), q,
 		       what, wanted[use]);
+	else if (ret)
+		vu_err(vb, "%s: the fd is %s, not %s", req_name(msg->hdr.request), what,
+		       wanted[use]);
 	return ret;
 }
 

@@ -31,19 +31,32 @@ static int fd_link(int fd, char *buf, size_t len)
 	return 0;
 }
 
-static int is_eventfd(int fd, char *what, size_t what_len)
+/* What @fd is, for an error message: its /proc link, a pipe's end named. */
+static void describe(int fd, const struct stat *st, int fl, char *what, size_t what_len)
 {
 	char link[64];
 	int ret = fd_link(fd, link, sizeof(link));
 
-	if (ret) {
-		snprintf(what, what_len, "an fd /proc cannot name (%s)", strerror(-ret));
+	if (ret)
+		snprintf(link, sizeof(link), "an fd /proc cannot name (%s)", strerror(-ret));
+	if (S_ISFIFO(st->st_mode))
+		snprintf(what, what_len, "a pipe's %s end (%s)",
+			 (fl & O_ACCMODE) == O_RDONLY ? "read" : "write", link);
+	else
+		snprintf(what, what_len, "%s%s", link,
+			 S_ISREG(st->st_mode) && (fl & O_ACCMODE) != O_RDWR ? ", not read-write" :
+									      "");
+}
+
+/* 1 when @fd is an eventfd, 0 when not, -errno when /proc cannot tell. */
+static int is_eventfd(int fd)
+{
+	char link[64];
+	int ret = fd_link(fd, link, sizeof(link));
+
+	if (ret)
 		return ret;
-	}
-	if (strcmp(link, "anon_inode:[eventfd]") == 0)
-		return 1;
-	snprintf(what, what_len, "%s", link);
-	return 0;
+	return strcmp(link, "anon_inode:[eventfd]") == 0;
 }
 
 static int set_nonblock(int fd)
@@ -62,40 +75,39 @@ int vu_fd_check(int fd, enum vu_fd_use use, char *what, size_t what_len)
 
 	if (fstat(fd, &st) < 0 || (fl = fcntl(fd, F_GETFL)) < 0) {
 		ret = -errno;
-		snprintf(what, what_len, "an fd we cannot inspect");
+		snprintf(what, what_len, "an fd we cannot inspect (%s)", strerror(-ret));
 		return ret;
 	}
 	switch (use) {
 	case VU_FD_MEM:
-		if (S_ISREG(st.st_mode) && (fl & O_ACCMODE) == O_RDWR)
-			return 0;
-		snprintf(what, what_len, "%s",
-			 S_ISREG(st.st_mode) ? "a file not open read-write" : "not a regular file");
-		return -EINVAL;
+		ret = S_ISREG(st.st_mode) && (fl & O_ACCMODE) == O_RDWR ? 0 : -EINVAL;
+		break;
 	case VU_FD_SLAVE:
-		if (S_ISSOCK(st.st_mode))
-			return 0;
-		snprintf(what, what_len, "not a socket");
-		return -EINVAL;
+		ret = S_ISSOCK(st.st_mode) ? 0 : -EINVAL;
+		break;
 	case VU_FD_CALL:
 		/* Written by device threads: a socket, or a pipe we may write. */
-		if (S_ISSOCK(st.st_mode) || (S_ISFIFO(st.st_mode) && (fl & O_ACCMODE) != O_RDONLY))
-			return set_nonblock(fd);
-		if (S_ISFIFO(st.st_mode)) {
-			snprintf(what, what_len, "a pipe's read end");
-			return -EINVAL;
+		if (S_ISSOCK(st.st_mode) ||
+		    (S_ISFIFO(st.st_mode) && (fl & O_ACCMODE) != O_RDONLY)) {
+			ret = set_nonblock(fd);
+			break;
 		}
 		/* otherwise an eventfd */
 		__attribute__((fallthrough));
 	case VU_FD_KICK:
 	case VU_FD_ERR:
-		ret = is_eventfd(fd, what, what_len);
-		if (ret < 0)
+		ret = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ? 0 : is_eventfd(fd);
+		if (ret < 0) {
+			snprintf(what, what_len, "an fd /proc cannot name (%s)", strerror(-ret));
 			return ret;
-		if (!ret)
-			return -EINVAL;
-		return set_nonblock(fd);
+		}
+		ret = ret ? set_nonblock(fd) : -EINVAL;
+		break;
+	default:
+		ret = -EINVAL;
+		break;
 	}
-	snprintf(what, what_len, "an fd of no known use");
-	return -EINVAL;
+	if (ret == -EINVAL)
+		describe(fd, &st, fl, what, what_len);
+	return ret;
 }
