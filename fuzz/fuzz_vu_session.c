@@ -160,9 +160,19 @@ static void plant_canaries(struct session *s, const uint8_t before[MAX_FD / 8])
 			abort();
 		close(p[1]); /* the reader then sees the byte, then EOF */
 		if (p[0] != fd) {
-			if (dup2(p[0], fd) != fd)
-				abort();
+			/*
+			 * Not dup2(): a device thread may be opening a host
+			 * socket right now, which may get this number first;
+			 * F_DUPFD takes it only if it is still free.
+			 */
+			int c = fcntl(p[0], F_DUPFD_CLOEXEC, fd);
+
 			close(p[0]);
+			if (c != fd) {
+				if (c >= 0)
+					close(c);
+				continue;
+			}
 		}
 		s->canaries[s->n_canaries++] = fd;
 	}

@@ -18,7 +18,6 @@
  * with a rejected message is closed.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -84,7 +84,8 @@ static void sigbus_handler(int sig, siginfo_t *si, void *uc)
 	ssize_t r;
 	int fd;
 
-	if (guard_find((uintptr_t)si->si_addr, &start, &len, &fd) &&
+	/* si_code > 0: raised by the kernel for an access, si_addr is the address */
+	if (si->si_code > 0 && guard_find((uintptr_t)si->si_addr, &start, &len, &fd) &&
 	    mmap((void *)start, len, PROT_READ | PROT_WRITE,
 		 MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) != MAP_FAILED) {
 		atomic_fetch_add(&guard_faults, 1);
@@ -103,7 +104,10 @@ static void sigbus_handler(int sig, siginfo_t *si, void *uc)
 	}
 	r = write(2, msg, sizeof(msg) - 1);
 	(void)r;
-	signal(SIGBUS, SIG_DFL); /* the fault repeats and ends the process */
+	signal(SIGBUS, SIG_DFL);
+	if (si->si_code <= 0)
+		raise(SIGBUS); /* sent, not a fault: deliver it as it was meant */
+	/* a fault repeats on return and ends the process */
 }
 
 static int guard_ret;
