@@ -18,6 +18,7 @@
  * with a rejected message is closed.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,13 +224,20 @@ static int ring_to_dev(struct vu_backend *vb, unsigned int q)
 	return vsock_dev_set_vring(vb->dev, q, &c);
 }
 
+/*
+ * Write 1 to a kick or call fd. They are non-blocking (vu_fd_check()), but
+ * the file description is shared with the frontend, which could make it
+ * blocking again: only write when the fd says a write fits now.
+ */
 static void poke(int fd)
 {
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
 	uint64_t one = 1;
 	ssize_t r;
 
-	if (fd >= 0)
-		r = write(fd, &one, sizeof(one));
+	if (fd < 0 || poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT))
+		return;
+	r = write(fd, &one, sizeof(one));
 	(void)r;
 }
 
