@@ -87,4 +87,7 @@ static inline uint64_t fz_u64(struct fz *f)
  */
 const char *fz_scratch_dir(void);
 
+/* fz_count_fds() - how many fds the process has open (entries of /proc/self/fd). */
+unsigned int fz_count_fds(void);
+
 #endif /* SKIFF_FUZZ_INPUT_H */

@@ -45,3 +45,16 @@ const char *fz_scratch_dir(void)
 	atexit(scratch_remove);
 	return scratch;
 }
+
+unsigned int fz_count_fds(void)
+{
+	unsigned int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+
+	if (!d)
+		return 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}

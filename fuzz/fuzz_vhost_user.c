@@ -22,7 +22,6 @@
  * is the same after every input), replies are well formed (version 1,
  * reply bit, payload size they claim).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -53,19 +52,6 @@ static void setup_once(void)
 		fprintf(stderr, "fuzz: device or backend create failed\n");
 		abort();
 	}
-}
-
-static unsigned int count_fds(void)
-{
-	unsigned int n = 0;
-	DIR *d = opendir("/proc/self/fd");
-
-	if (!d)
-		return 0;
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
 }
 
 static int make_memfd(const uint8_t *fill, size_t fill_len)
@@ -149,7 +135,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!g_vb)
 		setup_once();
-	fds_before = count_fds();
+	fds_before = fz_count_fds();
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 		abort();
 	setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
@@ -212,6 +198,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_replies(sv[1]);
 	close(sv[0]);
 	close(sv[1]);
-	FZ_CHECK(count_fds() == fds_before);
+	FZ_CHECK(fz_count_fds() == fds_before);
 	return 0;
 }

@@ -246,6 +246,51 @@ def vu_seeds():
         + vu(24, struct.pack("<III", 0, 4, 0) + bytes(4)) + vu(25, bytes(12)))
 
 
+# ---- vu_session: u8 opcode and its arguments (see fuzz_vu_session.c) ----
+def vus_seeds():
+    def op(code, *args, fmt=None):
+        return bytes([code]) + (struct.pack(fmt, *args) if fmt else bytes(args))
+
+    def ring(q, kick_kind=0, call_kind=0):
+        return (op(8, q, call_kind) + op(4, q, 4, 0) + op(6, q, 0, fmt="<BH")
+                + op(5, q, 0x1000 * q, 0x1000 * q + 0x400, 0x1000 * q + 0x800, fmt="<BHHH")
+                + op(7, q, kick_kind) + op(10, q, 1))
+
+    def up(nrings=3):
+        return (op(0, 0) + op(2, 7) + op(15, 4) + op(1, 0x5f) + op(3, 0)
+                + b"".join(ring(q) for q in range(nrings)))
+
+    def chain(q, hdr, segs):
+        out = op(13, q, len(segs) - 1) + hdr + bytes(44 - len(hdr))
+        for off, ln, fl in segs:
+            out += struct.pack("<HHB", off, ln, fl)
+        return out
+
+    req = vhdr(REQUEST, 5000, 1234)
+    rx_buf = chain(0, b"", [(0x9000, 0x1000, 2)])
+    traffic = (rx_buf + rx_buf + chain(1, req, [(0x8000, 44, 0)]) + op(19)
+               + chain(1, vhdr(RW, 5000, 1234, ln=4), [(0x8100, 44, 0), (0x8200, 4, 0)])
+               + op(19) + op(12, 0) + op(12, 1))
+    put("uml-up-traffic", "vu_session", up() + traffic)
+    # Finding 3: the event vring's kick closed by GET_VRING_BASE, then a restart.
+    put("stale-event-kick", "vu_session",
+        up() + op(11, 2) + op(10, 0, 1) + op(12, 1) + op(19) + op(7, 2, 0) + op(10, 2, 1))
+    # QEMU: no event vring, GET_VRING_BASE on stop, new kicks and calls after.
+    put("qemu-stop-start", "vu_session",
+        up(2) + traffic + op(11, 0) + op(11, 1) + op(7, 0, 0) + op(7, 1, 0)
+        + op(8, 0, 0) + op(8, 1, 4) + op(12, 1) + op(19))
+    # Finding 4: every fd kind as kick, call, err and slave fd.
+    kinds = b"".join(op(7, 0, k) + op(8, 1, k) + op(9, 2, k) + op(15, k) for k in range(8))
+    put("fd-kinds", "vu_session", up() + kinds + op(7, 0, 0) + op(12, 0) + op(19))
+    # Finding 7: the memory file shrinks under a running device; a new table after.
+    put("shrink-memfd", "vu_session",
+        up() + traffic + op(17, 0x100, fmt="<H") + op(19) + op(3, 1) + up())
+    # Disconnect mid-transfer, RESET_OWNER, a memory table replaced while running.
+    put("disconnect-reset", "vu_session",
+        up() + traffic + op(14) + up() + traffic + op(16) + up() + op(3, 5) + op(3, 0x11)
+        + op(3, 0x08) + traffic)
+
+
 # ---- virtio_mmio: 7-byte ops (u8 op, u16 offset, u32 value) ----
 def mmio_seeds():
     def w(off, v):
@@ -328,5 +373,6 @@ if __name__ == "__main__":
     tx_seeds()
     connect_seeds()
     vu_seeds()
+    vus_seeds()
     mmio_seeds()
     loader_seeds()

@@ -205,8 +205,8 @@ static void print_counters(const struct guest *g)
 	vu_backend_get_stats(g->vb, &s);
 	fprintf(stderr,
 		"skiff-vsock:%s vhost-user: msgs %" PRIu64 " rejected %" PRIu64
-		" disconnects %" PRIu64 " dev_starts %" PRIu64 "\n",
-		who, s.msgs, s.rejected, s.disconnects, s.dev_starts);
+		" disconnects %" PRIu64 " dev_starts %" PRIu64 " mem_faults %" PRIu64 "\n",
+		who, s.msgs, s.rejected, s.disconnects, s.dev_starts, s.mem_faults);
 }
 
 /*

@@ -18,14 +18,16 @@
  * with a rejected message is closed.
  */
 #include <errno.h>
-#include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "skiff/vhost_user.h"
+#include "vu_fd.h"
 #include "vu_mem.h"
 #include "vu_msg.h"
 #include "vu_proto.h"
@@ -62,6 +64,7 @@ struct vu_backend {
 	struct vu_mem mem;
 	struct vu_ring rings[VSOCK_VQ_NUM];
 	int slave_fd;
+	int fault_fd; /* eventfd: the SIGBUS guard saw our memory fault */
 	bool started; /* vsock_dev_start() succeeded, no stop since */
 	unsigned int passed; /* bit q: vring q was given to the device at start */
 	bool dev_has_mem; /* the device holds our current table */
@@ -144,6 +147,7 @@ int vu_backend_create(struct vsock_dev *dev, bool verbose, struct vu_backend **o
 {
 	struct vu_backend *vb;
 	unsigned int q;
+	int ret;
 
 	vb = calloc(1, sizeof(*vb));
 	if (!vb)
@@ -154,8 +158,23 @@ int vu_backend_create(struct vsock_dev *dev, bool verbose, struct vu_backend **o
 	vb->log_budget = VU_LOG_BUDGET;
 	for (q = 0; q < VSOCK_VQ_NUM; q++)
 		ring_init(&vb->rings[q]);
+	ret = vu_mem_guard_init();
+	if (!ret) {
+		vb->fault_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (vb->fault_fd < 0)
+			ret = -errno;
+	}
+	if (ret) {
+		free(vb);
+		return ret;
+	}
 	*out = vb;
 	return 0;
+}
+
+int vu_backend_fault_fd(const struct vu_backend *vb)
+{
+	return vb->fault_fd;
 }
 
 /* Pause the device, keeping connections; remember where each vring stopped. */
@@ -205,13 +224,20 @@ static int ring_to_dev(struct vu_backend *vb, unsigned int q)
 	return vsock_dev_set_vring(vb->dev, q, &c);
 }
 
+/*
+ * Write 1 to a kick or call fd. They are non-blocking (vu_fd_check()), but
+ * the file description is shared with the frontend, which could make it
+ * blocking again: only write when the fd says a write fits now.
+ */
 static void poke(int fd)
 {
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
 	uint64_t one = 1;
 	ssize_t r;
 
-	if (fd >= 0)
-		r = write(fd, &one, sizeof(one));
+	if (fd < 0 || poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT))
+		return;
+	r = write(fd, &one, sizeof(one));
 	(void)r;
 }
 
@@ -266,8 +292,17 @@ static int try_start(struct vu_backend *vb)
 		vb->dev_has_mem = true;
 	}
 	for (q = 0; q < VSOCK_VQ_NUM; q++) {
-		if (!ring_ready(vb, q))
+		if (!ring_ready(vb, q)) {
+			/*
+			 * The device must not keep a vring we do not pass: it
+			 * would watch a kick fd we may close at any time, whose
+			 * number gets reused (issue 22, finding 3).
+			 */
+			ret = vsock_dev_clear_vring(vb->dev, q);
+			if (ret)
+				return ret;
 			continue;
+		}
 		ret = ring_to_dev(vb, q);
 		if (ret)
 			return ret;
@@ -311,10 +346,21 @@ static void reset_state(struct vu_backend *vb)
 	vb->log_budget = VU_LOG_BUDGET;
 }
 
+/* Whether the SIGBUS guard reported a fault on our memory; clears the report. */
+static bool take_fault(struct vu_backend *vb)
+{
+	uint64_t v = 0;
+
+	return read(vb->fault_fd, &v, sizeof(v)) == (ssize_t)sizeof(v) && v;
+}
+
 void vu_backend_disconnect(struct vu_backend *vb)
 {
 	vb->stats.disconnects++;
 	reset_state(vb);
+	/* After the reset: no device thread touches the old memory any more. */
+	if (take_fault(vb))
+		vb->stats.mem_faults++;
 }
 
 void vu_backend_destroy(struct vu_backend *vb)
@@ -322,6 +368,7 @@ void vu_backend_destroy(struct vu_backend *vb)
 	if (!vb)
 		return;
 	reset_state(vb);
+	close(vb->fault_fd);
 	free(vb);
 }
 
@@ -367,7 +414,7 @@ static int set_mem_table(struct vu_backend *vb, struct vu_msg *msg)
 	    msg->hdr.size < 8 + n * sizeof(struct vu_mem_region) ||
 	    msg->hdr.size > sizeof(struct vu_mem_table) || msg->nfds != n)
 		return -EINVAL;
-	ret = vu_mem_map_table(&msg->p.mem, msg->fds, msg->nfds, &fresh);
+	ret = vu_mem_map_table(&msg->p.mem, msg->fds, msg->nfds, vb->fault_fd, &fresh);
 	msg->nfds = 0; /* consumed, closed */
 	if (ret)
 		return ret;
@@ -458,20 +505,58 @@ static int set_vring_addr(struct vu_backend *vb, struct vu_msg *msg)
 	return 0;
 }
 
+/*
+ * Check the fd a SET_VRING_KICK/CALL/ERR or SET_SLAVE_REQ_FD brought
+ * (vu_fd_check()); say what was wrong with it. @q: its vring, or -1.
+ */
+static int check_fd(struct vu_backend *vb, const struct vu_msg *msg, int fd, int q)
+{
+	enum vu_fd_use use = msg->hdr.request == VU_REQ_SET_VRING_KICK ? VU_FD_KICK :
+			     msg->hdr.request == VU_REQ_SET_VRING_CALL ? VU_FD_CALL :
+			     msg->hdr.request == VU_REQ_SET_VRING_ERR  ? VU_FD_ERR :
+									 VU_FD_SLAVE;
+	static const char *const wanted[] = {
+		[VU_FD_KICK] = "an eventfd",
+		[VU_FD_CALL] = "an eventfd, a socket or a pipe's write end",
+		[VU_FD_ERR] = "an eventfd",
+		[VU_FD_SLAVE] = "a socket",
+	};
+	char what[64] = "";
+	int ret = vu_fd_check(fd, use, what, sizeof(what));
+
+	if (ret && q >= 0)
+		vu_err(vb, "%s (vring %d): the fd is %s, not %s", req_name(msg->hdr.request), q,
+		       what, wanted[use]);
+	else if (ret)
+		vu_err(vb, "%s: the fd is %s, not %s", req_name(msg->hdr.request), what,
+		       wanted[use]);
+	return ret;
+}
+
 static int set_vring_fd(struct vu_backend *vb, struct vu_msg *msg)
 {
 	uint64_t v = msg->p.u64;
 	unsigned int q = (unsigned int)(v & VU_VRING_IDX_MASK);
 	bool nofd = v & VU_VRING_NOFD_MASK;
 	struct vu_ring *r;
-	int fd = -1;
+	int fd = -1, ret;
 
 	if (expect_size(msg, sizeof(uint64_t)) || (v & ~(VU_VRING_IDX_MASK | VU_VRING_NOFD_MASK)) ||
 	    q >= VSOCK_VQ_NUM || msg->nfds != (nofd ? 0u : 1u))
 		return -EINVAL;
 	r = &vb->rings[q];
-	if (!nofd)
+	if (!nofd) {
+		/* Type and mode first: nothing of ours ever sees a bad fd. */
+		ret = check_fd(vb, msg, msg->fds[0], q);
+		if (ret)
+			return ret;
 		fd = take_fd(msg, 0);
+	}
+	/*
+	 * An fd is replaced (closed) only once the device stopped using it:
+	 * ring_quiesce() stops the device if it was given vring @q, and a
+	 * vring it was not given is one it forgot (try_start()).
+	 */
 	switch (msg->hdr.request) {
 	case VU_REQ_SET_VRING_KICK:
 		ring_quiesce(vb, q);
@@ -480,16 +565,6 @@ static int set_vring_fd(struct vu_backend *vb, struct vu_msg *msg)
 		r->kick_set = true;
 		break;
 	case VU_REQ_SET_VRING_CALL:
-		/*
-		 * UML hands a pipe: never let a full pipe block a device
-		 * thread (the frontend closed its own copy of this end).
-		 */
-		if (fd >= 0) {
-			int fl = fcntl(fd, F_GETFL);
-
-			if (fl >= 0)
-				fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-		}
 		ring_quiesce(vb, q);
 		close_fd(&r->call_fd);
 		r->call_fd = fd;
@@ -577,7 +652,7 @@ static int handle_set(struct vu_backend *vb, struct vu_msg *msg)
 	case VU_REQ_SET_VRING_ERR:
 		return set_vring_fd(vb, msg);
 	case VU_REQ_SET_SLAVE_REQ_FD:
-		if (expect_size(msg, 0) || msg->nfds != 1)
+		if (expect_size(msg, 0) || msg->nfds != 1 || check_fd(vb, msg, msg->fds[0], -1))
 			return -EINVAL;
 		/* Kept for the frontend's sake; the vsock backend sends nothing on it. */
 		close_fd(&vb->slave_fd);

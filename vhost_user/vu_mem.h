@@ -23,6 +23,7 @@ struct vu_mem_map {
 	void *map_base; /* what mmap(2) returned */
 	size_t map_len; /* what was mapped */
 	void *hva; /* where gpa is in this process */
+	int guard; /* its slot in the SIGBUS guard table (vu_mem.c) */
 };
 
 struct vu_mem {
@@ -31,17 +32,33 @@ struct vu_mem {
 };
 
 /*
+ * vu_mem_guard_init() - install the process's SIGBUS handler that makes a
+ * fault on a mapped guest region survivable (see vu_mem.c): the region is
+ * replaced by zero pages and its fault fd written. Idempotent; call it
+ * before any thread is filtered (rt_sigaction). A handler installed before
+ * is called for faults outside guest memory.
+ * Return: 0; -errno from sigaction(2).
+ */
+int vu_mem_guard_init(void);
+
+/* vu_mem_guard_faults() - guest-memory SIGBUS faults survived, process-wide. */
+uint64_t vu_mem_guard_faults(void);
+
+/*
  * vu_mem_map_table() - check and map the regions of a SET_MEM_TABLE into
  * @out (which must be empty). @fds: one per region, consumed (closed) in
  * all cases. Checks: 1..VU_MAX_REGIONS regions, non-zero sizes, at most
- * VU_MAX_MEM_BYTES in all, no wrap-around of gpa/uaddr/mmap_offset + size, no overlap between regions
- * in GPA space nor in frontend address space, and a backing file at least
- * mmap_offset + size long (so an access can never hit SIGBUS at map time).
- * Return: 0; -EINVAL for a bad table; -E2BIG when the regions total more
- * than VU_MAX_MEM_BYTES; -errno from fstat(2)/mmap(2).
- * On error nothing stays mapped.
+ * VU_MAX_MEM_BYTES in all, no wrap-around of gpa/uaddr/mmap_offset + size,
+ * no overlap between regions in GPA space nor in frontend address space,
+ * each fd a regular file open read-write (vu_fd_check(VU_FD_MEM)) at least
+ * mmap_offset + size long. A file that shrinks later faults on access; the
+ * guard then writes 1 to @fault_fd (an eventfd) for this table's owner.
+ * Return: 0; -EINVAL for a bad table or fd; -E2BIG when the regions total
+ * more than VU_MAX_MEM_BYTES; -ENOSPC when the guard table is full;
+ * -errno from fstat(2)/mmap(2). On error nothing stays mapped.
  */
-int vu_mem_map_table(const struct vu_mem_table *t, int *fds, unsigned int nfds, struct vu_mem *out);
+int vu_mem_map_table(const struct vu_mem_table *t, int *fds, unsigned int nfds, int fault_fd,
+		     struct vu_mem *out);
 
 /* vu_mem_unmap() - unmap everything in @m and empty it. */
 void vu_mem_unmap(struct vu_mem *m);

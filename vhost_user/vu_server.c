@@ -120,24 +120,26 @@ static bool has_data(int fd)
 }
 
 /*
- * Serve connected frontends from @conn on. A newcomer is held aside until it
- * sends its first bytes, and only then replaces the current frontend: a
- * connection that closes without a word (another skiff-vsock probing whether
- * the socket is live) must not cost the guest its device.
- * Returns 1 when asked to stop, 0 when the frontend left without a successor.
+ * Serve the connected frontend @conn until it goes away. A newcomer is held
+ * aside until it sends its first bytes, and only then replaces the current
+ * frontend: a connection that closes without a word (another skiff-vsock
+ * probing whether the socket is live) must not cost the guest its device.
+ * Return: 1 when asked to stop; 0 when the frontend left, with the newcomer
+ * that was waiting, if any, in *@next (-1: none), to be served next.
  */
-static int serve_conn(int conn, int listen_fd, struct vu_backend *vb, int stop_fd)
+static int serve_one(int conn, int listen_fd, struct vu_backend *vb, int stop_fd, int *next_out)
 {
 	int stop = 0, pending = -1;
 	int64_t retry_at = 0; /* listener ignored until then (out of fds) */
 
 	set_timeouts(conn);
 	for (;;) {
-		struct pollfd p[4] = {
+		struct pollfd p[5] = {
 			{ .fd = conn, .events = POLLIN },
 			{ .fd = stop_fd, .events = POLLIN },
 			{ .fd = listen_fd, .events = POLLIN },
 			{ .fd = pending, .events = POLLIN },
+			{ .fd = vu_backend_fault_fd(vb), .events = POLLIN },
 		};
 		int ret, next, timeout = -1;
 
@@ -151,13 +153,19 @@ static int serve_conn(int conn, int listen_fd, struct vu_backend *vb, int stop_f
 				timeout = (int)(retry_at - now);
 			}
 		}
-		if (poll(p, 4, timeout) < 0) {
+		if (poll(p, 5, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
 		if (p[1].revents) {
 			stop = 1;
+			break;
+		}
+		if (p[4].revents) {
+			/* A device thread faulted on this frontend's memory (vu_mem.c). */
+			fprintf(stderr, "skiff-vsock: frontend dropped: its guest memory faulted "
+					"(SIGBUS: the memory file shrank after SET_MEM_TABLE)\n");
 			break;
 		}
 		if (p[2].revents) {
@@ -197,13 +205,26 @@ static int serve_conn(int conn, int listen_fd, struct vu_backend *vb, int stop_f
 	}
 	vu_backend_disconnect(vb);
 	close(conn);
-	if (pending >= 0 && !stop) {
-		/* The newcomer is next in line. */
-		return serve_conn(pending, listen_fd, vb, stop_fd);
-	}
-	if (pending >= 0)
+	if (pending >= 0 && stop) {
 		close(pending);
+		pending = -1;
+	}
+	*next_out = pending;
 	return stop;
+}
+
+/*
+ * Serve @conn, then each newcomer that was waiting when its predecessor
+ * left, in a loop: a connect/close cycle costs no stack (issue 22, finding
+ * 6: this was a tail call, a loop only at -O2).
+ */
+static int serve_conn(int conn, int listen_fd, struct vu_backend *vb, int stop_fd)
+{
+	while (conn >= 0) {
+		if (serve_one(conn, listen_fd, vb, stop_fd, &conn))
+			return 1;
+	}
+	return 0;
 }
 
 int vu_server_serve(int listen_fd, struct vu_backend *vb, int stop_fd)

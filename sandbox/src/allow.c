@@ -297,7 +297,10 @@ static int add_vu_main(scmp_filter_ctx ctx)
 
 	if (!ret)
 		ret = ALLOW_LIST(ctx, nrs);
-	/* F_GETFL/F_SETFL on the call fd (UML's pipe) */
+	/* the type of a frontend's fd: its /proc/self/fd link (vhost_user/vu_fd.c) */
+	if (!ret)
+		ret = allow(ctx, SCMP_SYS(readlinkat));
+	/* F_GETFL/F_SETFL: kick, call and err fds made non-blocking (vu_fd.c) */
 	if (!ret)
 		ret = allow_if(ctx, SCMP_SYS(fcntl), SCMP_A1(SCMP_CMP_EQ, F_GETFL));
 	if (!ret)

@@ -654,6 +654,27 @@ static void drain_fd(int fd)
 	(void)r;
 }
 
+/*
+ * Consume a kick of queue @q. A kick fd that reports EOF or an error
+ * (not an eventfd: the transport should have refused it) would wake this
+ * level-triggered loop forever; it is taken out of the loop instead, and
+ * the queue is served again after the next (re)start.
+ */
+static void drain_kick(struct vsock_dev *dev, unsigned int q)
+{
+	int fd = dev->vring[q].kick_fd;
+	uint64_t v;
+	ssize_t r = read(fd, &v, sizeof(v));
+
+	if (r > 0)
+		CTR_ADD(dev, kicks, 1);
+	if (r > 0 || (r < 0 && (errno == EAGAIN || errno == EINTR)))
+		return;
+	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, fd, NULL);
+	fprintf(stderr, "skiff-vsock: kick fd of queue %u: %s; no longer watched\n", q,
+		r ? strerror(errno) : "end of file");
+}
+
 static void *ctl_main(void *arg)
 {
 	struct vsock_dev *dev = arg;
@@ -681,18 +702,15 @@ static void *ctl_main(void *arg)
 				accept_all(dev);
 				break;
 			case SRC_KICK_TX:
-				drain_fd(dev->vring[VSOCK_VQ_TX].kick_fd);
-				CTR_ADD(dev, kicks, 1);
+				drain_kick(dev, VSOCK_VQ_TX);
 				tx_more = true;
 				break;
 			case SRC_KICK_RX:
-				drain_fd(dev->vring[VSOCK_VQ_RX].kick_fd);
-				CTR_ADD(dev, kicks, 1);
+				drain_kick(dev, VSOCK_VQ_RX);
 				pump_rx_kicked(dev);
 				break;
 			case SRC_KICK_EVENT:
-				drain_fd(dev->vring[VSOCK_VQ_EVENT].kick_fd);
-				CTR_ADD(dev, kicks, 1);
+				drain_kick(dev, VSOCK_VQ_EVENT);
 				break;
 			case SRC_PENDING:
 				handle_pending(dev, (struct pending_connect *)src);

@@ -355,6 +355,19 @@ int vsock_dev_set_vring(struct vsock_dev *dev, unsigned int q,
 	return 0;
 }
 
+int vsock_dev_clear_vring(struct vsock_dev *dev, unsigned int q)
+{
+	if (q >= VSOCK_VQ_NUM)
+		return -EINVAL;
+	if (dev->started)
+		return -EBUSY;
+	memset(&dev->vring[q], 0, sizeof(dev->vring[q]));
+	dev->vring[q].kick_fd = -1;
+	dev->vring[q].call_fd = -1;
+	dev->vring_set[q] = false;
+	return 0;
+}
+
 int vsock_dev_start(struct vsock_dev *dev)
 {
 	int ret;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Recording fake of the device model API; see fake_dev.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,10 +102,34 @@ int vsock_dev_set_vring(struct vsock_dev *dev, unsigned int q,
 	return 0;
 }
 
+int vsock_dev_clear_vring(struct vsock_dev *dev, unsigned int q)
+{
+	if (dev->s.started) {
+		dev->s.order_errors++;
+		return -EBUSY;
+	}
+	if (q >= VSOCK_VQ_NUM)
+		return -EINVAL;
+	dev->s.vring_set[q] = false;
+	return 0;
+}
+
+/* A vring's fd the backend has closed: the device would watch a stranger. */
+static bool fd_gone(int fd)
+{
+	return fd >= 0 && fcntl(fd, F_GETFD) < 0;
+}
+
 int vsock_dev_start(struct vsock_dev *dev)
 {
+	unsigned int q;
+
 	if (dev->s.started)
 		return -EALREADY;
+	for (q = 0; q < VSOCK_VQ_NUM; q++)
+		if (dev->s.vring_set[q] &&
+		    (fd_gone(dev->s.vring[q].kick_fd) || fd_gone(dev->s.vring[q].call_fd)))
+			dev->s.order_errors++;
 	if (!dev->s.has_features || !dev->s.nregions || !dev->s.vring_set[VSOCK_VQ_RX] ||
 	    !dev->s.vring_set[VSOCK_VQ_TX]) {
 		dev->s.order_errors++;

@@ -48,6 +48,17 @@ def get_cid(s):
     return struct.unpack("<Q", body[12:])[0] if len(body) == 20 else None
 
 
+def sigterm(p):
+    """SIGTERM, then the exit code ("hung" after 20 s, then killed) and stderr."""
+    p.send_signal(signal.SIGTERM)
+    try:
+        rc = p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = "hung"
+    return rc, p.stderr.read()
+
+
 def run(args):
     return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=30)
 
@@ -92,13 +103,7 @@ with tempfile.TemporaryDirectory(prefix="vu-multi-") as d:
     s2 = connect(f"{d}/b", p)
     expect(get_cid(s2) == 4, "a second frontend on b is served")
     expect(get_cid(socks["a"]) == 3 and get_cid(socks["c"]) == 3, "a and c keep theirs")
-    p.send_signal(signal.SIGTERM)
-    try:
-        rc = p.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        rc = "hung"
-    err = p.stderr.read()
+    rc, err = sigterm(p)
     expect(rc == 0, f"SIGTERM: exit 0 (got {rc})")
     for cid in (3, 4):
         expect(f"cid {cid} counters:" in err, f"counters of cid {cid} printed")
@@ -128,6 +133,94 @@ with tempfile.TemporaryDirectory(prefix="vu-multi-") as d:
     expect(p.wait(timeout=20) == 0, "that instance still exits cleanly")
     p.stderr.close()
     sx.close()
+
+
+
+def ack(s, req, payload=b"", fds=()):
+    """A request with need_reply (and fds): its REPLY_ACK status, None if no reply."""
+    msg = struct.pack("<III", req, 1 | 8, len(payload)) + payload
+    if fds:
+        socket.send_fds(s, [msg], list(fds))
+    else:
+        s.sendall(msg)
+    hdr = s.recv(12, socket.MSG_WAITALL)
+    if len(hdr) < 12:
+        return None
+    body = s.recv(struct.unpack("<III", hdr)[2], socket.MSG_WAITALL)
+    return struct.unpack("<Q", body)[0] if len(body) == 8 else None
+
+
+def start_device(s):
+    """SET_OWNER .. SET_VRING_ENABLE for RX and TX on a 64 KiB memfd; returns
+    (memfd, TX kick eventfd, fds to close) or None when a request failed."""
+    mem = os.memfd_create("guest", 0)
+    os.ftruncate(mem, 1 << 16)
+    fds = [mem]
+    ua = 0x7f0000000000
+    ok = ack(s, 3) == 0  # SET_OWNER
+    ok = ok and ack(s, 16, struct.pack("<Q", 1 << 3)) == 0  # SET_PROTOCOL_FEATURES: REPLY_ACK
+    ok = ok and ack(s, 2, struct.pack("<Q", (1 << 32) | (1 << 30))) == 0  # SET_FEATURES
+    ok = ok and ack(s, 5, struct.pack("<II", 1, 0) + struct.pack("<QQQQ", 0, 1 << 16, ua, 0),
+                    [mem]) == 0  # SET_MEM_TABLE
+    for q in (0, 1):  # RX, TX
+        kick, call = os.eventfd(0), os.eventfd(0)
+        fds += [kick, call]
+        base = ua + 0x1000 * q
+        ok = ok and ack(s, 13, struct.pack("<Q", q), [call]) == 0  # SET_VRING_CALL
+        ok = ok and ack(s, 8, struct.pack("<II", q, 16)) == 0  # SET_VRING_NUM
+        ok = ok and ack(s, 9, struct.pack("<IIQQQQ", q, 0, base, base + 0x400, base + 0x800,
+                                         0)) == 0  # SET_VRING_ADDR
+        ok = ok and ack(s, 12, struct.pack("<Q", q), [kick]) == 0  # SET_VRING_KICK
+        ok = ok and ack(s, 18, struct.pack("<II", q, 1)) == 0  # SET_VRING_ENABLE
+    if not ok:
+        for fd in fds:
+            os.close(fd)
+        return None
+    return mem, fds[-2], fds
+
+
+# Issue 22, finding 7: a frontend that shrinks its memory file after SET_MEM_TABLE
+# made the next guest-memory access raise SIGBUS, ending every guest of the process
+# (here under the default --seccomp kill). Now only that frontend is dropped.
+with tempfile.TemporaryDirectory(prefix="vu-multi-") as d:
+    p = subprocess.Popen([BIN, "--guest", f"socket={d}/a,cid=3,uds={d}/ha",
+                          "--guest", f"socket={d}/b,cid=4", "--rx-threads", "1"],
+                         stderr=subprocess.PIPE, text=True)
+    sa, sb = connect(f"{d}/a", p), connect(f"{d}/b", p)
+    sa.settimeout(20)
+    sb.settimeout(20)
+    ga, gb = start_device(sa), start_device(sb)
+    expect(ga is not None and gb is not None, "shrink: both devices started")
+    if gb is not None:
+        os.ftruncate(gb[0], 0)
+        os.eventfd_write(gb[1], 1)  # the control thread reads the TX avail ring
+        try:
+            dropped = sb.recv(1) == b""
+        except OSError:
+            dropped = True
+        expect(dropped, "shrink: that guest's frontend is dropped")
+    try:
+        cid_a = get_cid(sa)
+    except OSError:
+        cid_a = None
+    expect(cid_a == 3, "shrink: the other guest's frontend is still served")
+    expect(p.poll() is None, "shrink: the process lives on")
+    if p.poll() is not None:
+        raise SystemExit(f"skiff-vsock died ({p.returncode}): {p.stderr.read()[-400:]}")
+    sb2 = connect(f"{d}/b", p)
+    sb2.settimeout(20)
+    gb2 = start_device(sb2)
+    expect(gb2 is not None, "shrink: the faulted guest's device serves a new frontend")
+    rc, err = sigterm(p)
+    expect(rc == 0, f"shrink: SIGTERM, exit 0 (got {rc}): {err[-400:]}")
+    expect("guest memory faulted" in err, "shrink: the reason is logged")
+    expect("cid 4 vhost-user:" in err and "mem_faults 1" in err.split("cid 4 vhost-user:")[1],
+           "shrink: counted in mem_faults of cid 4")
+    for g in (ga, gb, gb2):
+        for fd in (g[2] if g else []):
+            os.close(fd)
+    for s in (sa, sb, sb2):
+        s.close()
 
 print("multi_guest_test: " + ("all passed" if not fails else f"{len(fails)} failed"))
 sys.exit(1 if fails else 0)

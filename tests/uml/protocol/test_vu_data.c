@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +23,7 @@
 #include "relay_dev.h"
 #include "sim_driver.h"
 #include "skiff/vhost_user.h"
+#include "vu_frontend.h"
 
 #define TMO 20000 /* ms: generous, for a loaded 2-core machine */
 #define CID 5
@@ -299,6 +303,199 @@ START_TEST(t_call_fd_after_start)
 }
 END_TEST
 
+/* A second guest of the same process: device, backend, server thread. */
+struct side {
+	struct vsock_dev *dev;
+	struct vu_backend *vb;
+	char path[100];
+	int listen_fd, stop_fd, ret;
+	pthread_t thread;
+};
+
+static void *side_main(void *p)
+{
+	struct side *sd = p;
+
+	sd->ret = vu_server_serve(sd->listen_fd, sd->vb, sd->stop_fd);
+	return NULL;
+}
+
+static void side_start(struct side *sd, uint64_t cid)
+{
+	struct vsock_dev_config cfg = { .guest_cid = cid, .rx_threads = 1 };
+
+	hp_tmp_path(sd->path, sizeof(sd->path), "vuside");
+	ck_assert_int_eq(vsock_dev_create(&cfg, &sd->dev), 0);
+	ck_assert_int_eq(vu_backend_create(sd->dev, false, &sd->vb), 0);
+	ck_assert_int_eq(vu_server_listen(sd->path, &sd->listen_fd), 0);
+	sd->stop_fd = eventfd(0, EFD_CLOEXEC);
+	ck_assert_int_ge(sd->stop_fd, 0);
+	ck_assert_int_eq(pthread_create(&sd->thread, NULL, side_main, sd), 0);
+}
+
+static void side_stop(struct side *sd)
+{
+	uint64_t one = 1;
+
+	ck_assert_int_eq(write(sd->stop_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	ck_assert_int_eq(pthread_join(sd->thread, NULL), 0);
+	ck_assert_int_eq(sd->ret, 0);
+	vu_backend_destroy(sd->vb);
+	vsock_dev_destroy(sd->dev);
+	close(sd->listen_fd);
+	close(sd->stop_fd);
+	unlink(sd->path);
+}
+
+#define SIDE_FEATURES ((1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_VSOCK_F_STREAM))
+
+/* Wait until the device's kick counter passes @than; false after TMO. */
+static bool kicks_above(struct vsock_dev *d, uint64_t than)
+{
+	struct vsock_dev_counters c;
+	int i;
+
+	for (i = 0; i < TMO; i++) {
+		vsock_dev_get_counters(d, &c);
+		if (c.kicks > than)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/* The eventfds open in this process, as a bitmap of fd numbers < 1024. */
+static void eventfds(uint8_t map[128])
+{
+	char path[64], link[64];
+	int fd;
+
+	memset(map, 0, 128);
+	for (fd = 0; fd < 1024; fd++) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (!strcmp(link, "anon_inode:[eventfd]"))
+			map[fd / 8] |= (uint8_t)(1u << (fd % 8));
+	}
+}
+
+/*
+ * Issue 22, finding 3. The event vring's kick fd, closed by GET_VRING_BASE,
+ * stayed in the device (vring_set), and the next start, which passed only
+ * RX and TX, watched it again: its number, reused by another socket (in
+ * skiff-vsock: another guest's host client), was read by the control
+ * thread. Here the number is reused by a pipe holding one byte; after a
+ * restart and a TX kick the control thread has been round its loop, and
+ * the byte must still be there.
+ */
+START_TEST(t_stale_event_kick)
+{
+	uint8_t before[128], after[128];
+	struct vsock_dev_counters c;
+	struct vu_vring_state st = { .index = VSOCK_VQ_EVENT };
+	struct fe_guest g;
+	struct side sd;
+	uint64_t one = 1;
+	int fd, stale = -1, p[2], avail;
+	uint32_t size;
+
+	side_start(&sd, 7);
+	ck_assert_int_eq(fe_guest_up(&g, sd.path, SIDE_FEATURES, 3), 0);
+	ck_assert(vu_backend_started(sd.vb));
+	eventfds(before);
+	ck_assert_int_eq(fe_send(g.sock, VU_REQ_GET_VRING_BASE, 0, &st, sizeof(st), NULL, 0), 0);
+	ck_assert_int_eq(fe_recv(g.sock, VU_REQ_GET_VRING_BASE, &st, sizeof(st), &size), 0);
+	eventfds(after);
+	for (fd = 0; fd < 1024; fd++)
+		if ((before[fd / 8] & ~after[fd / 8]) & (1u << (fd % 8)))
+			stale = fd;
+	ck_assert_int_ge(stale, 0); /* the backend closed the event kick fd */
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	ck_assert_int_eq(dup2(p[0], stale), stale);
+	ck_assert_int_eq(write(p[1], "x", 1), 1);
+	/* Any request restarts the device, with RX and TX. */
+	ck_assert_int_eq(fe_set_state(g.sock, VU_REQ_SET_VRING_ENABLE, VSOCK_VQ_RX, 1), 0);
+	ck_assert(vu_backend_started(sd.vb));
+	vsock_dev_get_counters(sd.dev, &c);
+	ck_assert_int_eq(write(g.kick[VSOCK_VQ_TX], &one, sizeof(one)), (ssize_t)sizeof(one));
+	ck_assert(kicks_above(sd.dev, c.kicks));
+	ck_assert_int_eq(ioctl(stale, FIONREAD, &avail), 0);
+	ck_assert_int_eq(avail, 1);
+	fe_guest_close(&g);
+	close(stale);
+	close(p[0]);
+	close(p[1]);
+	side_stop(&sd);
+}
+END_TEST
+
+struct shrink {
+	struct fe_guest *g;
+	int ret;
+};
+
+/* The bad guest: shrink the memory file, kick TX, wait to be dropped. */
+static void *shrink_main(void *p)
+{
+	struct shrink *sh = p;
+	struct pollfd pf = { .fd = sh->g->sock, .events = POLLIN };
+	uint64_t one = 1;
+	char c;
+
+	sh->ret = -1;
+	if (ftruncate(sh->g->memfd, 0) ||
+	    write(sh->g->kick[VSOCK_VQ_TX], &one, sizeof(one)) != (ssize_t)sizeof(one))
+		return NULL;
+	/* The backend drops us: EOF on the socket. */
+	if (poll(&pf, 1, TMO) == 1 && read(sh->g->sock, &c, 1) == 0)
+		sh->ret = 0;
+	return NULL;
+}
+
+/*
+ * Issue 22, finding 7 (SIGBUS part). A frontend that shrinks its memory
+ * file after SET_MEM_TABLE made the next access of a device thread raise
+ * SIGBUS, which ended the whole process, every guest with it. Now that
+ * guest's frontend is dropped (its memory fault counted), while the other
+ * guest of the process moves checked data both ways, and the bad guest's
+ * device serves the next frontend.
+ */
+START_TEST(t_sigbus_one_guest)
+{
+	struct vu_backend_stats vs;
+	struct fe_guest g;
+	struct shrink sh = { .g = &g };
+	struct side sd;
+	pthread_t th;
+
+	start_all(false);
+	side_start(&sd, 8);
+	ck_assert_int_eq(fe_guest_up(&g, sd.path, SIDE_FEATURES, 2), 0);
+	ck_assert(vu_backend_started(sd.vb));
+	ck_assert_int_eq(pthread_create(&th, NULL, shrink_main, &sh), 0);
+	guest_to_host(5200, 4u << 20, 41);
+	host_to_guest(6200, 4u << 20, 42);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(sh.ret, 0);
+	fe_guest_close(&g);
+	vu_backend_get_stats(sd.vb, &vs);
+	ck_assert_uint_eq(vs.mem_faults, 1);
+	/* The good guest still moves data; the bad one can come back. */
+	guest_to_host(5201, 1u << 20, 43);
+	check_driver_clean();
+	ck_assert_int_eq(fe_guest_up(&g, sd.path, SIDE_FEATURES, 2), 0);
+	ck_assert(vu_backend_started(sd.vb));
+	fe_guest_close(&g);
+	side_stop(&sd);
+	stop_all();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("vhost_user_data");
@@ -309,6 +506,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_data_mrg_off);
 	tcase_add_test(tc, t_disconnect_mid_transfer);
 	tcase_add_test(tc, t_call_fd_after_start);
+	tcase_add_test(tc, t_stale_event_kick);
+	tcase_add_test(tc, t_sigbus_one_guest);
 	suite_add_tcase(s, tc);
 	return s;
 }

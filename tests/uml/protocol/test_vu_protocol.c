@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "fake_dev.h"
@@ -182,7 +183,8 @@ static void uml_bring_up(int call_fd)
 			  FAKE_DEV_FEATURES | (1ull << VU_F_PROTOCOL_FEATURES));
 	ck_assert_uint_eq(get_u64(VU_REQ_GET_PROTOCOL_FEATURES), PROTO_OFFERED);
 	ck_assert_uint_eq(set_u64(VU_REQ_SET_PROTOCOL_FEATURES, PROTO_OFFERED), 0);
-	ck_assert_int_eq(pipe2(pipefd, O_CLOEXEC), 0);
+	/* UML's os_pipe() is a socketpair */
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pipefd), 0);
 	ck_assert_uint_eq(set_req(VU_REQ_SET_SLAVE_REQ_FD, NULL, 0, &pipefd[1], 1), 0);
 	close(pipefd[0]);
 	close(pipefd[1]);
@@ -511,7 +513,7 @@ START_TEST(t_disconnect_leaves_nothing)
 {
 	int call[2];
 
-	ck_assert_int_eq(pipe2(call, O_CLOEXEC), 0); /* UML's call fd is a pipe */
+	ck_assert_int_eq(pipe2(call, O_CLOEXEC), 0); /* a pipe as the call fd, as skiff allows */
 	uml_bring_up(call[1]);
 	close(call[1]);
 	ck_assert(fs->started);
@@ -575,6 +577,114 @@ START_TEST(t_disable_enable)
 		ck_assert_uint_eq(fs->starts, starts + 1);
 	}
 	ck_assert_uint_eq(fs->order_errors, 0);
+	close(call);
+}
+END_TEST
+
+static bool nonblocking(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+/* SET_VRING_KICK/CALL/ERR of vring 0 with @fd: the acked status. */
+static uint64_t vring_fd(uint32_t req, int fd)
+{
+	return set_fd(req, VSOCK_VQ_RX, fd);
+}
+
+/*
+ * Issue 22, finding 4: every fd a frontend passes is checked for its type
+ * and mode. A pipe as kick fd made the control thread spin (read end, write
+ * end closed: always readable, EOF ignored) or blocked the server thread
+ * in nudge() (write end, pipe full); other types are refused the same way.
+ */
+START_TEST(t_fd_types)
+{
+	int p[2], sp[2], efd, tfd, mfd;
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+	efd = eventfd(0, EFD_CLOEXEC); /* blocking, as UML's kick fd */
+	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	mfd = memfd_create("not-an-eventfd", MFD_CLOEXEC);
+	ck_assert(efd >= 0 && tfd >= 0 && mfd >= 0);
+
+	/* Kick: an eventfd only; made non-blocking. */
+	ck_assert_uint_eq(vring_fd(VU_REQ_SET_VRING_KICK, p[0]), EINVAL);
+	ck_assert_uint_eq(vring_fd(VU_REQ_SET_VRING_KICK, p[1]), EINVAL);
+	ck_assert_uint_eq(vring_fd(VU_REQ_SET_VRING_KICK, sp[1]), EINVAL);
+	ck_assert_uint_eq(vring_fd(VU_REQ_SET_VRING_KICK, tfd), EINVAL);
+	ck_assert_uint_eq(vring_fd(VU_REQ_SET_VRING_KICK, mfd), EINVAL);
+	ck_assert(!nonblocking(efd));
+	ck_assert_uint_eq(vring_fd(VU_REQ_SET_VRING_KICK, efd), 0);
+	ck_assert(nonblocking(efd));
+
+	/* Call: an eventfd, a socket (UML) or a pipe's write end; non-blocking. */
+	ck_assert_uint_eq(vring_fd(VU_REQ_SET_VRING_CALL, p[0]), EINVAL);
+	ck_assert_uint_eq(vring_fd(VU_REQ_SET_VRING_CALL, tfd), EINVAL);
+	ck_assert_uint_eq(vring_fd(VU_REQ_SET_VRING_CALL, mfd), EINVAL);
+	ck_assert_uint_eq(vring_fd(VU_REQ_SET_VRING_CALL, sp[1]), 0);
+	ck_assert(nonblocking(sp[1]));
+	ck_assert_uint_eq(vring_fd(VU_REQ_SET_VRING_CALL, p[1]), 0);
+	ck_assert(nonblocking(p[1]));
+
+	/* Err: an eventfd. Slave channel: a socket. Memory: a regular file. */
+	ck_assert_uint_eq(vring_fd(VU_REQ_SET_VRING_ERR, p[1]), EINVAL);
+	ck_assert_uint_eq(vring_fd(VU_REQ_SET_VRING_ERR, efd), 0);
+	ck_assert_uint_ne(set_req(VU_REQ_SET_SLAVE_REQ_FD, NULL, 0, &p[1], 1), 0);
+	ck_assert_uint_eq(set_req(VU_REQ_SET_SLAVE_REQ_FD, NULL, 0, &sp[0], 1), 0);
+	{
+		struct vu_mem_table t = one_region();
+
+		ck_assert_uint_ne(set_req(VU_REQ_SET_MEM_TABLE, &t, sizeof(t), &sp[0], 1), 0);
+		ck_assert_uint_eq(fs->nregions, 0);
+	}
+	assert_alive();
+	ck_assert(!fs->started);
+	ck_assert_uint_eq(fs->order_errors, 0);
+	close(p[0]);
+	close(p[1]);
+	close(sp[0]);
+	close(sp[1]);
+	close(efd);
+	close(tfd);
+	close(mfd);
+}
+END_TEST
+
+/*
+ * The write end of a full pipe as RX kick fd: before the check, the start
+ * that followed wrote to it (nudge()) and the server thread blocked for
+ * good. Refused now; the frontend hears why and the device stays stopped.
+ */
+START_TEST(t_full_pipe_kick)
+{
+	int call = eventfd(0, EFD_CLOEXEC), p[2];
+	char junk[4096] = { 0 };
+	unsigned int starts;
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	while (write(p[1], junk, sizeof(junk)) > 0)
+		;
+	ck_assert_int_eq(fcntl(p[1], F_SETFL, O_WRONLY), 0); /* blocking again */
+	uml_bring_up(call);
+	ck_assert(fs->started);
+	/*
+	 * A new RX kick would restart the device with it, and the restart
+	 * writes once to each kick fd. Refused: nothing changes.
+	 */
+	starts = fs->starts;
+	ck_assert_uint_eq(set_fd(VU_REQ_SET_VRING_KICK, VSOCK_VQ_RX, p[1]), EINVAL);
+	ck_assert(fs->started);
+	ck_assert_uint_eq(fs->starts, starts);
+	assert_alive();
+	kick_enable(VSOCK_VQ_RX);
+	ck_assert(fs->started);
+	ck_assert_uint_eq(fs->order_errors, 0);
+	close(p[0]);
+	close(p[1]);
 	close(call);
 }
 END_TEST
@@ -685,6 +795,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_reset_owner);
 	tcase_add_test(tc, t_disable_enable);
 	tcase_add_test(tc, t_server_next_frontend);
+	tcase_add_test(tc, t_fd_types);
+	tcase_add_test(tc, t_full_pipe_kick);
 	suite_add_tcase(s, tc);
 	return s;
 }

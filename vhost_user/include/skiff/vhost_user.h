@@ -45,12 +45,15 @@ struct vu_backend_stats {
 	uint64_t rejected; /* messages answered with an error or ignored */
 	uint64_t disconnects; /* frontends that went away or were dropped */
 	uint64_t dev_starts; /* successful vsock_dev_start() calls */
+	uint64_t mem_faults; /* frontends dropped because their memory faulted (SIGBUS) */
 };
 
 /*
  * vu_backend_create() - protocol state for @dev, which the caller keeps
  * owning (it must outlive the backend). @verbose: log every request to
- * stderr. Return: 0; -ENOMEM.
+ * stderr. The first call installs the process's SIGBUS handler for guest
+ * memory (vu_mem.c): make it before threads get seccomp filters.
+ * Return: 0; -ENOMEM; -errno from eventfd(2), sigaction(2).
  */
 int vu_backend_create(struct vsock_dev *dev, bool verbose, struct vu_backend **out);
 
@@ -79,6 +82,16 @@ int vu_backend_handle_one(struct vu_backend *vb, int sock);
  * socket itself. Safe to call twice.
  */
 void vu_backend_disconnect(struct vu_backend *vb);
+
+/*
+ * vu_backend_fault_fd() - an eventfd that becomes readable when a thread
+ * of this process faulted (SIGBUS) on the guest memory this frontend
+ * shared: it shrank its memory file after SET_MEM_TABLE. The fault was
+ * survived (the region now reads as zeros, see vu_mem.c); the caller must
+ * drop the frontend: vu_backend_disconnect() (which counts it in
+ * mem_faults and clears the fd), close the socket. vu_server_serve() does.
+ */
+int vu_backend_fault_fd(const struct vu_backend *vb);
 
 /* vu_backend_started() - whether the device is running now. */
 bool vu_backend_started(const struct vu_backend *vb);

@@ -320,6 +320,16 @@ int vsock_dev_set_vring(struct vsock_dev *dev, unsigned int q,
 			const struct vsock_vring_config *vring);
 
 /*
+ * vsock_dev_clear_vring() - forget queue @q: the next start runs without it
+ * (RX and TX are required, so only VSOCK_VQ_EVENT can be left out and
+ * still start), and the device keeps no copy of its fds, which the caller
+ * may then close. A transport that closes or replaces a queue's fds must
+ * clear (or set again) that queue before the next start.
+ * Return: 0; -EINVAL for a bad index; -EBUSY while started.
+ */
+int vsock_dev_clear_vring(struct vsock_dev *dev, unsigned int q);
+
+/*
  * vsock_dev_start() - begin processing: TX queue, RX pump, host side.
  * Return: 0; -EINVAL when memory, features or the RX/TX queues are missing;
  * -EALREADY when started.
