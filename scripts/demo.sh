@@ -11,7 +11,8 @@
 # same device is served to a user-mode Linux guest over vhost-user by skiff-vsock.
 # SKIFF_DEMO_VMM=skiff|uml forces one (skiff is refused where it cannot work),
 # SKIFF_DEMO_VARIANT=baseline|patched picks the guest kernel (default patched),
-# SKIFF_DEMO_MIB=N the transfer size each way (default 64).
+# SKIFF_DEMO_MIB=N the transfer size each way (default 64), SKIFF_DEMO_KERNEL=FILE another
+# guest kernel (a UML binary, or an x86-64 bzImage/vmlinux for skiff) instead of the cached one.
 #
 # It fails fast: a guest that dies or panics ends the demo within seconds with the reason
 # and the console's last lines; transfer figures are printed only for data that arrived
@@ -62,9 +63,15 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
 arch=um
 [ "$vmm" = skiff ] && arch=x86_64
-say "building the $variant $arch guest kernel (cached after the first run)"
-bash scripts/build-kernels.sh --variant "$variant" --arch "$arch" >/dev/null
-kernel=$(bash scripts/build-kernels.sh --print-path "$variant" "$arch")
+if [ -n "${SKIFF_DEMO_KERNEL:-}" ]; then
+	kernel=$SKIFF_DEMO_KERNEL
+	[ -r "$kernel" ] || die "SKIFF_DEMO_KERNEL='$kernel' is not a readable file"
+	say "guest kernel: $kernel (SKIFF_DEMO_KERNEL)"
+else
+	say "building the $variant $arch guest kernel (cached after the first run)"
+	bash scripts/build-kernels.sh --variant "$variant" --arch "$arch" >/dev/null
+	kernel=$(bash scripts/build-kernels.sh --print-path "$variant" "$arch")
+fi
 
 work=$(mktemp -d /tmp/skiff-demo.XXXXXX)
 pids=()
@@ -86,7 +93,7 @@ vsock-tool connect 2:$port_g2h --send ${mib}M --seed 33 --timeout 120
 a=\$?
 wait \$l
 b=\$?
-echo SKIFF-RESULT rc=\$((a + b))"
+exit \$((a + b))"
 bash scripts/build-initramfs.sh -o "$work/initrd.cpio.gz" --bin "$tool" >/dev/null
 
 # Host side: a listener for the guest-initiated connection.
