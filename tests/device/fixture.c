@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Device-test fixture: see fixture.h. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <pthread.h>
@@ -89,6 +90,30 @@ uint64_t fx_wait_counter(struct fx *fx, size_t off, uint64_t min, int timeout_ms
 	ck_assert_msg(v >= min, "counter at offset %zu: %llu, wanted >= %llu", off,
 		      (unsigned long long)v, (unsigned long long)min);
 	return v;
+}
+
+int fx_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the DIR's own fd */
+}
+
+int fx_wait_fds(int want, int timeout_ms)
+{
+	int64_t end = hp_now_ms() + timeout_ms;
+	int n;
+
+	while ((n = fx_count_fds()) != want && hp_now_ms() < end)
+		usleep(1000);
+	return n;
 }
 
 int fx_guest_connect(struct fx *fx, uint32_t port, uint16_t type, struct sim_conn **c, int *lfd)

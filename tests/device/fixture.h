@@ -54,6 +54,15 @@ uint64_t fx_wait_counter(struct fx *fx, size_t off, uint64_t min, int timeout_ms
 /* Wait until the counter reaches @v, then check it is exactly @v. */
 #define FX_WAIT_EQ(fx, field, v) ck_assert_uint_eq(FX_WAIT((fx), field, (v), FX_T), (v))
 
+/* Open fds of this process (/proc/self/fd), or -1. */
+int fx_count_fds(void);
+/*
+ * fx_wait_fds() - wait (1 ms steps, at most @timeout_ms) until the process
+ * has @want fds open: the device closes its side asynchronously.
+ * Return: the last count.
+ */
+int fx_wait_fds(int want, int timeout_ms);
+
 /* Guest connects to a fresh host listener on @port: returns host fd, sets *c. */
 int fx_guest_connect(struct fx *fx, uint32_t port, uint16_t type, struct sim_conn **c, int *lfd);
 /* Host connects (CONNECT @port) to a guest listener: returns host fd, sets *c. */

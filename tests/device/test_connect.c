@@ -5,7 +5,6 @@
  * creates no connection and leaks no fd; bytes after the newline are data,
  * delivered exactly once; the assigned host port is in [2^30, 2^31).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,30 +15,6 @@
 #include "fixture.h"
 
 #define PORT 8000
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n - 1; /* the DIR's own fd */
-}
-
-/* Wait until the process has @want fds open (the device closes its side asynchronously). */
-static int wait_fds(int want)
-{
-	int64_t end = hp_now_ms() + FX_T;
-	int n;
-
-	while ((n = count_fds()) != want && hp_now_ms() < end)
-		usleep(1000);
-	return n;
-}
 
 /*
  * Out-of-range ports are chosen so that a parser that wraps (mod 2^32 or
@@ -77,7 +52,7 @@ START_TEST(t_bad_command)
 	fx_setup(&fx, NULL);
 	ck_assert_int_eq(sim_listen(fx.drv, PORT, VIRTIO_VSOCK_TYPE_STREAM, 4, &l), 0);
 	fx_counters(&fx, &c0);
-	base = count_fds();
+	base = fx_count_fds();
 	fd = hp_connect_raw(fx.uds);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(hp_write_all(fd, bad_cmds[_i], strlen(bad_cmds[_i]), FX_T),
@@ -86,7 +61,7 @@ START_TEST(t_bad_command)
 	ck_assert_msg(n == 0 || n == -ECONNRESET, "%s: reply %zd '%s'", bad_cmds[_i], n,
 		      n > 0 ? line : "");
 	close(fd);
-	ck_assert_int_eq(wait_fds(base), base);
+	ck_assert_int_eq(fx_wait_fds(base, FX_T), base);
 	ck_assert_int_eq(sim_accept(l, 200, &c), -ETIMEDOUT);
 	ck_assert_int_eq(sim_pkt_recv(fx.drv, &p, 0), -ETIMEDOUT);
 	fx_counters(&fx, &c1);
@@ -117,7 +92,7 @@ START_TEST(t_no_newline)
 
 	fx_setup(&fx, NULL);
 	ck_assert_int_eq(sim_listen(fx.drv, PORT, VIRTIO_VSOCK_TYPE_STREAM, 4, &l), 0);
-	base = count_fds();
+	base = fx_count_fds();
 	fd = hp_connect_raw(fx.uds);
 	memcpy(junk, "CONNECT ", 8);
 	memset(junk + 8, '1', 65536 - 8);
@@ -127,7 +102,7 @@ START_TEST(t_no_newline)
 	n = hp_read_line(fd, line, sizeof(line), FX_T);
 	ck_assert_msg(n == 0 || n == -ECONNRESET, "reply %zd", n);
 	close(fd);
-	ck_assert_int_eq(wait_fds(base), base);
+	ck_assert_int_eq(fx_wait_fds(base, FX_T), base);
 	ck_assert_int_eq(sim_accept(l, 100, &c), -ETIMEDOUT);
 	free(junk);
 	sim_unlisten(l);
@@ -146,7 +121,7 @@ START_TEST(t_close_mid_line)
 
 	fx_setup(&fx, NULL);
 	ck_assert_int_eq(sim_listen(fx.drv, PORT, VIRTIO_VSOCK_TYPE_STREAM, 4, &l), 0);
-	base = count_fds();
+	base = fx_count_fds();
 	for (i = 0; i < 4; i++) {
 		fd = hp_connect_raw(fx.uds);
 		ck_assert_int_ge(fd, 0);
@@ -155,7 +130,7 @@ START_TEST(t_close_mid_line)
 					 (ssize_t)strlen(parts[i]));
 		close(fd);
 	}
-	ck_assert_int_eq(wait_fds(base), base);
+	ck_assert_int_eq(fx_wait_fds(base, FX_T), base);
 	ck_assert_int_eq(sim_accept(l, 100, &c), -ETIMEDOUT);
 	sim_unlisten(l);
 	fx_teardown(&fx);
@@ -225,10 +200,10 @@ START_TEST(t_connect_refused_by_guest)
 	int fd, base;
 
 	fx_setup(&fx, NULL);
-	base = count_fds();
+	base = fx_count_fds();
 	fd = hp_connect(fx.uds, PORT + 5, NULL, FX_T);
 	ck_assert_int_eq(fd, -ECONNREFUSED);
-	ck_assert_int_eq(wait_fds(base), base);
+	ck_assert_int_eq(fx_wait_fds(base, FX_T), base);
 	fx_teardown(&fx);
 }
 END_TEST

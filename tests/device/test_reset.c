@@ -5,7 +5,6 @@
  * connections, and an idle device with open connections in awkward states
  * using ~0 CPU.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,29 +16,6 @@
 #include "fixture.h"
 
 #define PORT 9000
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n - 1;
-}
-
-static int wait_fds(int want)
-{
-	int64_t end = hp_now_ms() + FX_T;
-	int n;
-
-	while ((n = count_fds()) != want && hp_now_ms() < end)
-		usleep(1000);
-	return n;
-}
 
 /* Read and drop until EOF or reset. Return: 0; -ETIMEDOUT. */
 static int drain_to_eof(int fd)
@@ -72,7 +48,7 @@ START_TEST(t_reset_mid_transfer)
 	uint32_t hp;
 
 	fx_setup(&fx, &o);
-	base = count_fds();
+	base = fx_count_fds();
 	lfd = hp_listen_port(fx.uds, PORT, 8, 0);
 	ck_assert_int_eq(sim_listen(fx.drv, PORT, VIRTIO_VSOCK_TYPE_STREAM, 8, &l), 0);
 	ck_assert_int_eq(sim_listen(fx.drv, PORT + 1, VIRTIO_VSOCK_TYPE_STREAM, 1, &l2), 0);
@@ -123,7 +99,7 @@ START_TEST(t_reset_mid_transfer)
 	close(lfd);
 	sim_unlisten(l2);
 	/* the device closed every fd it had for those connections */
-	ck_assert_int_eq(wait_fds(base), base);
+	ck_assert_int_eq(fx_wait_fds(base, FX_T), base);
 
 	/* usable again: new connections both ways */
 	ck_assert_int_eq(sim_drv_attach(fx.drv, fx.dev), 0);

@@ -236,7 +236,14 @@ void pump_enqueue(struct conn *c);
  */
 void pump_defer_wakes(void);
 void pump_flush_wakes(void);
-/* pump_watch() - add @c's fd to its pump's epoll (takes the pump's reference). */
+/*
+ * pump_watch() - hand @c to its pump: take the pump's ownership reference
+ * (always, dropped when the pump retires @c or forget_conn() drops it), then
+ * add @c's fd to the pump's epoll. Caller holds c->lock.
+ * Return: 0, or -errno of EPOLL_CTL_ADD (ENOMEM; ENOSPC at the per-user
+ * fs.epoll.max_user_watches): @c is the pump's all the same, and the caller
+ * resets it (conn_reset()), which the pump then retires.
+ */
 int pump_watch(struct conn *c);
 /* pump_set_out() - add or remove EPOLLOUT interest for @c (caller holds c->lock). */
 void pump_set_out(struct conn *c, bool on);

@@ -107,9 +107,15 @@ int pump_watch(struct conn *c)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = c };
 
+	/*
+	 * The pump owns @c from here on, watched or not: it sends the RST the
+	 * caller owes after a failure, and retires @c like any other (retire()
+	 * and forget_conn() drop this reference exactly once; their
+	 * EPOLL_CTL_DEL of an fd that never got in fails harmlessly).
+	 */
+	conn_get(c);
 	if (epoll_ctl(c->pump->epfd, EPOLL_CTL_ADD, c->fd, &ev))
 		return -errno;
-	conn_get(c); /* the pump's ownership reference */
 	return 0;
 }
 
