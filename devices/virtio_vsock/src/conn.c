@@ -132,11 +132,13 @@ void conn_maybe_credit(struct conn *c)
 	if (view_free < low) {
 		/*
 		 * On the control thread, with nothing else owed (so the
-		 * RESPONSE went out before), the update goes on the RX queue
-		 * at once: the guest is waiting for it, and the pump hop costs
-		 * two wake-ups per credit window. Else the pump sends it.
+		 * RESPONSE went out before) and nothing of the pump's still to
+		 * be published (it could carry an older fwd_cnt and overtake
+		 * this one), the update goes on the RX queue at once: the
+		 * guest is waiting for it, and the pump hop costs two
+		 * wake-ups per credit window. Else the pump sends it.
 		 */
-		if (!c->pending && ctl_is_current(c->dev)) {
+		if (!c->pending && ctl_is_current(c->dev) && pump_published(c->pump)) {
 			struct virtio_vsock_hdr h;
 			uint32_t told = c->g2h_fwd_told;
 
@@ -311,7 +313,9 @@ int conn_flush(struct conn *c)
 		bl_consume(c, (uint32_t)r);
 		delivered(c, (uint32_t)r);
 	}
-	pump_set_out(c, c->bl_len && c->sq_open != c->bl_head);
+	r = pump_set_out(c, c->bl_len && c->sq_open != c->bl_head);
+	if (r)
+		return (int)r;
 	conn_maybe_credit(c);
 	after_drain(c);
 	return 0;
@@ -347,7 +351,9 @@ static int batch_send(struct conn *c)
 			goto out;
 		}
 		bl_append_iov(c, b->iov, b->n, (size_t)r, len - (uint32_t)r);
-		pump_set_out(c, true);
+		ret = pump_set_out(c, true);
+		if (ret)
+			goto out;
 	}
 	conn_maybe_credit(c);
 out:
@@ -410,7 +416,7 @@ static int rw_stream(struct conn *c, const struct iovec *p, unsigned int n, uint
 		if (bl_reserve(c, len - (uint32_t)r))
 			return -ENOBUFS;
 		bl_append_iov(c, p, n, (size_t)r, len - (uint32_t)r);
-		pump_set_out(c, true);
+		return pump_set_out(c, true);
 	}
 	return 0;
 }
