@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -67,7 +68,17 @@ static struct {
 	struct fault_site where;
 } armed;
 
+static struct {
+	bool on;
+	enum fault_fn fn;
+	enum vsock_thread_kind kind;
+	unsigned int skip;
+	unsigned int hit, released; /* pauses hit, released (tickets) */
+} hold;
+static pthread_cond_t pause_cond = PTHREAD_COND_INITIALIZER;
+
 static __thread bool marked, inside;
+static __thread int thread_kind = -1; /* enum vsock_thread_kind of a fault_spawn() thread */
 
 void fault_init(void)
 {
@@ -84,6 +95,7 @@ void fault_thread_mark(bool on)
 struct trampoline {
 	void *(*fn)(void *);
 	void *arg;
+	enum vsock_thread_kind kind;
 };
 
 static void *marked_start(void *p)
@@ -92,6 +104,7 @@ static void *marked_start(void *p)
 
 	free(p);
 	marked = true;
+	thread_kind = (int)t.kind;
 	return t.fn(t.arg);
 }
 
@@ -105,6 +118,7 @@ int fault_spawn(void *opaque, enum vsock_thread_kind kind, pthread_t *t, void *(
 		return ENOMEM;
 	tr->fn = fn;
 	tr->arg = arg;
+	tr->kind = kind;
 	ret = pthread_create(t, NULL, marked_start, tr);
 	if (ret)
 		free(tr);
@@ -116,6 +130,7 @@ void fault_reset(void)
 	pthread_mutex_lock(&lock);
 	n_sites = 0;
 	memset(&armed, 0, sizeof(armed));
+	hold.on = false;
 	pthread_mutex_unlock(&lock);
 }
 
@@ -150,6 +165,58 @@ void fault_arm_call(enum fault_fn fn, int err, unsigned int skip)
 	armed.skip = skip;
 	armed.err = err;
 	pthread_mutex_unlock(&lock);
+}
+
+void fault_pause_call(enum fault_fn fn, enum vsock_thread_kind kind, unsigned int skip)
+{
+	pthread_mutex_lock(&lock);
+	hold.on = true;
+	hold.fn = fn;
+	hold.kind = kind;
+	hold.skip = skip;
+	pthread_mutex_unlock(&lock);
+}
+
+int fault_wait_paused(unsigned int n, int timeout_ms)
+{
+	struct timespec dl;
+	int ret = 0;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&lock);
+	while (hold.hit < n && !ret)
+		ret = pthread_cond_timedwait(&pause_cond, &lock, &dl);
+	ret = hold.hit < n ? -ETIMEDOUT : 0;
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+void fault_release(void)
+{
+	pthread_mutex_lock(&lock);
+	hold.released = hold.hit;
+	pthread_cond_broadcast(&pause_cond);
+	pthread_mutex_unlock(&lock);
+}
+
+/* Wait here if a pause matches this call (lock held). */
+static void maybe_pause(enum fault_fn fn)
+{
+	unsigned int ticket;
+
+	if (!hold.on || hold.fn != fn || thread_kind != (int)hold.kind || hold.skip--)
+		return;
+	hold.on = false;
+	ticket = ++hold.hit;
+	pthread_cond_broadcast(&pause_cond);
+	while (hold.released < ticket)
+		pthread_cond_wait(&pause_cond, &lock);
 }
 
 bool fault_fired(struct fault_site *where)
@@ -243,6 +310,7 @@ static int check(enum fault_fn fn, const void *pc, unsigned int can, bool match)
 		}
 	}
 	pthread_mutex_lock(&lock);
+	maybe_pause(fn);
 	s = site_find(fn, pcs);
 	if (s) {
 		s->hits++;

@@ -84,6 +84,18 @@ void fault_arm_site(const struct fault_site *site, int err, uint64_t nth);
  */
 void fault_arm_call(enum fault_fn fn, int err, unsigned int skip);
 
+/*
+ * fault_pause_call() - make the call after @skip more ones of @fn by a
+ * thread of @kind (see fault_spawn()) wait, before the real call, until
+ * fault_release(). Independent of the armed fault; a new pause replaces
+ * one not hit yet.
+ */
+void fault_pause_call(enum fault_fn fn, enum vsock_thread_kind kind, unsigned int skip);
+/* fault_wait_paused() - wait until @n pauses were hit in all. Return: 0; -ETIMEDOUT. */
+int fault_wait_paused(unsigned int n, int timeout_ms);
+/* fault_release() - let every paused thread go on. */
+void fault_release(void);
+
 /* Whether the armed fault fired; where (a copy of the site) when @where. */
 bool fault_fired(struct fault_site *where);
 
