@@ -38,7 +38,6 @@
 #define N_MSG 20 /* SEQPACKET messages each way */
 #define PREFIX_LEN 100 /* host bytes written with the CONNECT line */
 #define BUF_ALLOC (128u * 1024u) /* the device's conn_buf_size */
-#define SLOW_AT (288u * 1024u) /* see slow_start() */
 #define MAX_CASES 2048
 
 enum kind { K_GUEST_STREAM, K_GUEST_SEQ, K_HOST };
@@ -91,6 +90,7 @@ struct conn_run {
 	bool refused; /* never established (RST to REQUEST, or no OK) */
 	bool reset; /* the guest saw RST */
 	bool slow_timeout; /* slow_start() gave up waiting */
+	unsigned long eagain0; /* fault_real_eagain() before the jobs started */
 	struct job j[J_NUM];
 	char why[160]; /* what was wrong, "" if nothing */
 };
@@ -255,23 +255,19 @@ static void job_host_tx(struct job *j)
 }
 
 /*
- * The host reader of a slow_reader connection starts only once the guest
- * sent SLOW_AT bytes (more than the host socket holds: the device sets
- * SO_SNDBUF to BUF_ALLOC, which the kernel doubles), or ran out of credit,
- * so the device met a full socket and queued the rest (backlog, EPOLLOUT).
- * Bounded: after T_OP it reads anyway.
+ * The host reader of a slow_reader connection starts only once the device
+ * met a full host socket (a real EAGAIN from sendmsg(): it queued the rest
+ * in the connection's backlog and armed EPOLLOUT), or the guest sent
+ * everything. Bounded: after T_OP it reads anyway.
  */
 static void slow_start(struct conn_run *cr)
 {
-	size_t want = cr->sp->g2h < SLOW_AT ? cr->sp->g2h : SLOW_AT;
 	int64_t end = hp_now_ms() + T_OP;
 	struct sim_conn_info ci;
 
 	for (;;) {
 		sim_conn_info(cr->c, &ci);
-		/* Out of credit: the device holds buf_alloc bytes the socket did not take. */
-		if (ci.tx_cnt >= want || ci.tx_cnt - ci.peer_fwd_cnt >= ci.peer_buf_alloc ||
-		    ci.reset)
+		if (fault_real_eagain() != cr->eagain0 || ci.tx_cnt >= cr->sp->g2h || ci.reset)
 			return;
 		if (hp_now_ms() > end) {
 			cr->slow_timeout = true;
@@ -562,6 +558,7 @@ static int scen_run(struct scen *s)
 
 		if (!cr->c || cr->fd < 0 || cr->refused || cr->why[0])
 			continue;
+		cr->eagain0 = fault_real_eagain();
 		for (k = 0; k < J_NUM; k++) {
 			cr->j[k].cr = cr;
 			cr->j[k].kind = (enum job_kind)k;

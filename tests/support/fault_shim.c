@@ -77,6 +77,7 @@ static struct {
 } hold;
 static pthread_cond_t pause_cond = PTHREAD_COND_INITIALIZER;
 
+static unsigned long real_eagain; /* atomic */
 static __thread bool marked, inside;
 static __thread int thread_kind = -1; /* enum vsock_thread_kind of a fault_spawn() thread */
 
@@ -217,6 +218,11 @@ static void maybe_pause(enum fault_fn fn)
 	pthread_cond_broadcast(&pause_cond);
 	while (hold.released < ticket)
 		pthread_cond_wait(&pause_cond, &lock);
+}
+
+unsigned long fault_real_eagain(void)
+{
+	return __atomic_load_n(&real_eagain, __ATOMIC_RELAXED);
 }
 
 bool fault_fired(struct fault_site *where)
@@ -437,9 +443,14 @@ ssize_t __wrap_recv(int fd, void *buf, size_t n, int flags)
 ssize_t __wrap_sendmsg(int fd, const struct msghdr *m, int flags);
 ssize_t __wrap_sendmsg(int fd, const struct msghdr *m, int flags)
 {
+	ssize_t r;
+
 	FAIL_IF(check(FAULT_SENDMSG, __builtin_return_address(0),
 		      ERR(FE_EAGAIN) | ERR(FE_EINTR) | ERR(FE_ENOMEM), true));
-	return __real_sendmsg(fd, m, flags);
+	r = __real_sendmsg(fd, m, flags);
+	if (r < 0 && errno == EAGAIN && marked)
+		__atomic_add_fetch(&real_eagain, 1, __ATOMIC_RELAXED);
+	return r;
 }
 
 int __wrap_setsockopt(int fd, int level, int name, const void *v, socklen_t len);

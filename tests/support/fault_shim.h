@@ -96,6 +96,9 @@ int fault_wait_paused(unsigned int n, int timeout_ms);
 /* fault_release() - let every paused thread go on. */
 void fault_release(void);
 
+/* fault_real_eagain() - how many real (not injected) sendmsg() calls of device threads met EAGAIN. */
+unsigned long fault_real_eagain(void);
+
 /* Whether the armed fault fired; where (a copy of the site) when @where. */
 bool fault_fired(struct fault_site *where);
 
