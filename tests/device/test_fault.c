@@ -635,6 +635,7 @@ static int scen_run(struct scen *s)
 struct fcase {
 	struct fault_site site;
 	enum fault_err err;
+	uint64_t nth; /* which call of the site fails (from 1) */
 };
 
 static struct fcase cases[MAX_CASES];
@@ -696,11 +697,22 @@ static void reference(void)
 	close(p[0]);
 	waitpid(pid, &status, 0);
 	ref_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	/*
+	 * Every class at each site's first call; and one class (in turn) at
+	 * the middle call of a site called more than 4 times, mid-transfer.
+	 */
 	for (i = 0; i < n_sites; i++) {
+		unsigned int k = 0, pick = i % (unsigned int)__builtin_popcount(sites[i].errs);
+
 		fn_seen |= 1u << sites[i].fn;
-		for (e = 0; e < FE_NUM; e++)
-			if ((sites[i].errs & (1u << e)) && n_cases < MAX_CASES)
-				cases[n_cases++] = (struct fcase){ sites[i], (enum fault_err)e };
+		for (e = 0; e < FE_NUM && n_cases + 1 < MAX_CASES; e++) {
+			if (!(sites[i].errs & (1u << e)))
+				continue;
+			cases[n_cases++] = (struct fcase){ sites[i], (enum fault_err)e, 1 };
+			if (k++ == pick && sites[i].hits > 4)
+				cases[n_cases++] = (struct fcase){ sites[i], (enum fault_err)e,
+								   (sites[i].hits + 1) / 2 };
+		}
 	}
 	free(s);
 }
@@ -720,7 +732,8 @@ START_TEST(t_reference)
 		char desc[400];
 
 		fault_describe(&cases[i].site, desc, sizeof(desc));
-		fprintf(stderr, "case %u: %s, %s\n", i, desc, fault_err_name(cases[i].err));
+		fprintf(stderr, "case %u: %s, %s, call %llu\n", i, desc,
+			fault_err_name(cases[i].err), (unsigned long long)cases[i].nth);
 	}
 }
 END_TEST
@@ -735,13 +748,14 @@ START_TEST(t_fault)
 
 	ck_assert_ptr_nonnull(s);
 	fault_describe(&fc->site, desc, sizeof(desc));
-	snprintf(desc + strlen(desc), sizeof(desc) - strlen(desc), ", %s", fault_err_name(fc->err));
+	snprintf(desc + strlen(desc), sizeof(desc) - strlen(desc), ", %s, call %llu",
+		 fault_err_name(fc->err), (unsigned long long)fc->nth);
 	if (getenv("FAULT_ONLY") && !strstr(desc, getenv("FAULT_ONLY"))) {
 		free(s);
 		return; /* FAULT_ONLY=<part of a case's description>: run only those */
 	}
 	fault_reset();
-	fault_arm_site(&fc->site, fault_errno(fc->err), 1);
+	fault_arm_site(&fc->site, fault_errno(fc->err), fc->nth);
 	rc = scen_run(s);
 	fprintf(stderr, "case %d: %s: %s, %d connection(s) affected%s%s\n", _i, desc,
 		fault_fired(&where) ? "fired" : "not reached", rc < 0 ? 0 : rc,
