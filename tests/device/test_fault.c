@@ -33,7 +33,7 @@
 #include "fault_shim.h"
 #include "fixture.h"
 
-#define T_OP 5000 /* ms: any single wait of the scenario */
+#define T_OP FX_T /* ms: any single wait of the scenario (generous: loaded CI) */
 #define N_CONN 5
 #define N_MSG 20 /* SEQPACKET messages each way */
 #define PREFIX_LEN 100 /* host bytes written with the CONNECT line */
@@ -92,6 +92,7 @@ struct conn_run {
 	bool slow_timeout; /* slow_start() gave up waiting */
 	unsigned long eagain0; /* fault_real_eagain() before the jobs started */
 	struct job j[J_NUM];
+	pthread_t closer; /* conn_main(), with the jobs */
 	char why[160]; /* what was wrong, "" if nothing */
 };
 
@@ -101,6 +102,7 @@ struct scen {
 	struct vsock_dev *dev;
 	struct conn_run cr[N_CONN];
 	char err[512];
+	char affected[128]; /* " <port> (reset|refused)" each */
 };
 
 static int wait_io(int fd, short ev)
@@ -258,11 +260,11 @@ static void job_host_tx(struct job *j)
  * The host reader of a slow_reader connection starts only once the device
  * met a full host socket (a real EAGAIN from sendmsg(): it queued the rest
  * in the connection's backlog and armed EPOLLOUT), or the guest sent
- * everything. Bounded: after T_OP it reads anyway.
+ * everything. Bounded: after T_OP / 2 it reads anyway.
  */
 static void slow_start(struct conn_run *cr)
 {
-	int64_t end = hp_now_ms() + T_OP;
+	int64_t end = hp_now_ms() + T_OP / 2; /* well before the guest's send gives up */
 	struct sim_conn_info ci;
 
 	for (;;) {
@@ -459,6 +461,33 @@ static void conn_judge(struct conn_run *cr)
 			 cr->j[3].eof, want_g2h(cr), want_h2g(cr));
 }
 
+/* Close: guest (SHUTDOWN RCV|SEND, the device answers RST), then host. */
+static void conn_close(struct conn_run *cr)
+{
+	if (cr->c && sim_close(cr->c, T_OP) && !cr->reset && !cr->why[0])
+		snprintf(cr->why, sizeof(cr->why), "no RST answering the guest's close");
+	cr->c = NULL;
+	if (cr->fd >= 0)
+		close(cr->fd);
+	cr->fd = -1;
+}
+
+/*
+ * A connection's jobs ended: judge and close it at once, as an application
+ * would (the device gives a guest 2 s to answer its SHUTDOWN RCV|SEND).
+ */
+static void *conn_main(void *arg)
+{
+	struct conn_run *cr = arg;
+	int k;
+
+	for (k = 0; k < J_NUM; k++)
+		pthread_join(cr->j[k].t, NULL);
+	conn_judge(cr);
+	conn_close(cr);
+	return NULL;
+}
+
 /*
  * Run the scenario (fault armed or not by the caller). Return: the number
  * of affected connections (reset or refused), or -1 with s->err set.
@@ -565,29 +594,24 @@ static int scen_run(struct scen *s)
 			if (pthread_create(&cr->j[k].t, NULL, job_main, &cr->j[k]))
 				abort();
 		}
+		if (pthread_create(&cr->closer, NULL, conn_main, cr))
+			abort();
 	}
 	for (i = 0; i < N_CONN; i++) {
 		struct conn_run *cr = &s->cr[i];
 
-		if (!cr->j[0].cr)
-			continue;
-		for (k = 0; k < J_NUM; k++)
-			pthread_join(cr->j[k].t, NULL);
-		conn_judge(cr);
-	}
-	/* Close: guest (SHUTDOWN RCV|SEND, the device answers RST), then host. */
-	for (i = 0; i < N_CONN; i++) {
-		struct conn_run *cr = &s->cr[i];
-
-		if (cr->c && sim_close(cr->c, T_OP) && !cr->reset && !cr->why[0])
-			snprintf(cr->why, sizeof(cr->why), "no RST answering the guest's close");
-		cr->c = NULL;
-		if (cr->fd >= 0)
-			close(cr->fd);
-		cr->fd = -1;
+		if (cr->j[0].cr)
+			pthread_join(cr->closer, NULL);
+		else
+			conn_close(cr);
 		if (cr->why[0])
 			scen_fail(s, "conn %u: %s", cr->sp->port, cr->why);
-		affected += cr->refused || cr->reset;
+		if (cr->refused || cr->reset) {
+			affected++;
+			snprintf(s->affected + strlen(s->affected),
+				 sizeof(s->affected) - strlen(s->affected), " %u (%s)",
+				 cr->sp->port, cr->refused ? "refused" : "reset");
+		}
 	}
 
 	/* The device let go of everything: counters, then fds. */
@@ -757,12 +781,12 @@ START_TEST(t_fault)
 	fault_reset();
 	fault_arm_site(&fc->site, fault_errno(fc->err), fc->nth);
 	rc = scen_run(s);
-	fprintf(stderr, "case %d: %s: %s, %d connection(s) affected%s%s\n", _i, desc,
-		fault_fired(&where) ? "fired" : "not reached", rc < 0 ? 0 : rc,
+	fprintf(stderr, "case %d: %s: %s, %d connection(s) affected%s%s%s\n", _i, desc,
+		fault_fired(&where) ? "fired" : "not reached", rc < 0 ? 0 : rc, s->affected,
 		s->err[0] ? ": " : "", s->err);
 	ck_assert_msg(rc >= 0, "case %d (%s): %s", _i, desc, s->err);
-	ck_assert_msg(rc <= 1, "case %d (%s): one failed call affected %d connections", _i, desc,
-		      rc);
+	ck_assert_msg(rc <= 1, "case %d (%s): one failed call affected %d connections:%s", _i, desc,
+		      rc, s->affected);
 	ck_assert_msg(rc == 0 || fc->err != FE_EINTR,
 		      "case %d (%s): a connection was reset, not the call retried", _i, desc);
 	free(s);
