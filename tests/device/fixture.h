@@ -55,10 +55,14 @@ uint64_t fx_wait_counter(struct fx *fx, size_t off, uint64_t min, int timeout_ms
 /* Wait until the counter reaches @v, then check it is exactly @v. */
 #define FX_WAIT_EQ(fx, field, v) ck_assert_uint_eq(FX_WAIT((fx), field, (v), FX_T), (v))
 
-/* Open fds of this process now. */
+/* Open fds of this process (/proc/self/fd), or -1. */
 int fx_count_fds(void);
-/* Wait (1 ms steps, FX_T at most) until the process has @want fds open. Return: the count. */
-int fx_wait_fds(int want);
+/*
+ * fx_wait_fds() - wait (1 ms steps, at most @timeout_ms) until the process
+ * has @want fds open: the device closes its side asynchronously.
+ * Return: the last count.
+ */
+int fx_wait_fds(int want, int timeout_ms);
 /*
  * fx_wait_quiet() - wait until the device has no connection open and holds
  * no host fd (conns_open and host_fds both 0, ck_assert'ed within FX_T).

@@ -61,7 +61,7 @@ START_TEST(t_bad_command)
 	ck_assert_msg(n == 0 || n == -ECONNRESET, "%s: reply %zd '%s'", bad_cmds[_i], n,
 		      n > 0 ? line : "");
 	close(fd);
-	ck_assert_int_eq(fx_wait_fds(base), base);
+	ck_assert_int_eq(fx_wait_fds(base, FX_T), base);
 	ck_assert_int_eq(sim_accept(l, 200, &c), -ETIMEDOUT);
 	ck_assert_int_eq(sim_pkt_recv(fx.drv, &p, 0), -ETIMEDOUT);
 	fx_counters(&fx, &c1);
@@ -102,7 +102,7 @@ START_TEST(t_no_newline)
 	n = hp_read_line(fd, line, sizeof(line), FX_T);
 	ck_assert_msg(n == 0 || n == -ECONNRESET, "reply %zd", n);
 	close(fd);
-	ck_assert_int_eq(fx_wait_fds(base), base);
+	ck_assert_int_eq(fx_wait_fds(base, FX_T), base);
 	ck_assert_int_eq(sim_accept(l, 100, &c), -ETIMEDOUT);
 	free(junk);
 	sim_unlisten(l);
@@ -130,7 +130,7 @@ START_TEST(t_close_mid_line)
 					 (ssize_t)strlen(parts[i]));
 		close(fd);
 	}
-	ck_assert_int_eq(fx_wait_fds(base), base);
+	ck_assert_int_eq(fx_wait_fds(base, FX_T), base);
 	ck_assert_int_eq(sim_accept(l, 100, &c), -ETIMEDOUT);
 	sim_unlisten(l);
 	fx_teardown(&fx);
@@ -203,7 +203,7 @@ START_TEST(t_connect_refused_by_guest)
 	base = fx_count_fds();
 	fd = hp_connect(fx.uds, PORT + 5, NULL, FX_T);
 	ck_assert_int_eq(fd, -ECONNREFUSED);
-	ck_assert_int_eq(fx_wait_fds(base), base);
+	ck_assert_int_eq(fx_wait_fds(base, FX_T), base);
 	fx_teardown(&fx);
 }
 END_TEST

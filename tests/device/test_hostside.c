@@ -154,7 +154,7 @@ START_TEST(t_churn_fds)
 		ck_assert_msg(n <= base + 8, "connection %d: %d fds, base %d", i, n, base);
 	}
 	fx_wait_quiet(&fx);
-	ck_assert_int_eq(fx_wait_fds(base), base);
+	ck_assert_int_eq(fx_wait_fds(base, FX_T), base);
 	fx_counters(&fx, &k1);
 	fprintf(stderr, "t_churn_fds: 300 connections, at most %d fds above the base %d\n",
 		most - base, base);

@@ -99,7 +99,7 @@ START_TEST(t_reset_mid_transfer)
 	close(lfd);
 	sim_unlisten(l2);
 	/* the device closed every fd it had for those connections */
-	ck_assert_int_eq(fx_wait_fds(base), base);
+	ck_assert_int_eq(fx_wait_fds(base, FX_T), base);
 
 	/* usable again: new connections both ways */
 	ck_assert_int_eq(sim_drv_attach(fx.drv, fx.dev), 0);

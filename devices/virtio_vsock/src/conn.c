@@ -132,11 +132,13 @@ void conn_maybe_credit(struct conn *c)
 	if (view_free < low) {
 		/*
 		 * On the control thread, with nothing else owed (so the
-		 * RESPONSE went out before), the update goes on the RX queue
-		 * at once: the guest is waiting for it, and the pump hop costs
-		 * two wake-ups per credit window. Else the pump sends it.
+		 * RESPONSE went out before) and nothing of the pump's still to
+		 * be published (it could carry an older fwd_cnt and overtake
+		 * this one), the update goes on the RX queue at once: the
+		 * guest is waiting for it, and the pump hop costs two
+		 * wake-ups per credit window. Else the pump sends it.
 		 */
-		if (!c->pending && ctl_is_current(c->dev)) {
+		if (!c->pending && ctl_is_current(c->dev) && pump_published(c->pump)) {
 			struct virtio_vsock_hdr h;
 			uint32_t told = c->g2h_fwd_told;
 
@@ -392,10 +394,13 @@ static int stream_flush(struct conn *c)
 int conn_flush(struct conn *c)
 {
 	int left = c->type == VIRTIO_VSOCK_TYPE_SEQPACKET ? sq_flush(c) : stream_flush(c);
+	int r;
 
 	if (left < 0)
 		return left;
-	pump_set_out(c, left);
+	r = pump_set_out(c, left);
+	if (r)
+		return r;
 	conn_maybe_credit(c);
 	after_drain(c);
 	return 0;
@@ -431,7 +436,9 @@ static int batch_send(struct conn *c)
 			goto out;
 		}
 		bl_append_iov(c, b->iov, b->n, (size_t)r, len - (uint32_t)r);
-		pump_set_out(c, true);
+		ret = pump_set_out(c, true);
+		if (ret)
+			goto out;
 	}
 	conn_maybe_credit(c);
 out:
@@ -494,7 +501,7 @@ static int rw_stream(struct conn *c, const struct iovec *p, unsigned int n, uint
 		if (bl_reserve(c, len - (uint32_t)r))
 			return -ENOBUFS;
 		bl_append_iov(c, p, n, (size_t)r, len - (uint32_t)r);
-		pump_set_out(c, true);
+		return pump_set_out(c, true);
 	}
 	return 0;
 }

@@ -76,7 +76,7 @@ struct pump {
 	struct rx_slot cache[RX_BATCH]; /* a ring: cache_n slots from cache_first */
 	unsigned int cache_first, cache_n;
 	struct vring_used_elem done[RX_BATCH * 2];
-	unsigned int done_n;
+	unsigned int done_n; /* written atomically: pump_published() reads it */
 	struct conn *zombies; /* retired, reference dropped at the next loop top */
 };
 
@@ -269,10 +269,35 @@ void pump_enqueue(struct conn *c);
  */
 void pump_defer_wakes(void);
 void pump_flush_wakes(void);
-/* pump_watch() - add @c's fd to its pump's epoll (takes the pump's reference). */
+/*
+ * pump_watch() - hand @c to its pump: take the pump's ownership reference
+ * (always, dropped when the pump retires @c or forget_conn() drops it), then
+ * add @c's fd to the pump's epoll. Caller holds c->lock.
+ * Return: 0, or -errno of EPOLL_CTL_ADD (ENOMEM; ENOSPC at the per-user
+ * fs.epoll.max_user_watches): @c is the pump's all the same, and the caller
+ * resets it (conn_reset()), which the pump then retires.
+ */
 int pump_watch(struct conn *c);
-/* pump_set_out() - add or remove EPOLLOUT interest for @c (caller holds c->lock). */
-void pump_set_out(struct conn *c, bool on);
+/*
+ * pump_set_out() - add (re-arm, after EAGAIN or a backlog append) or remove
+ * EPOLLOUT interest for @c (caller holds c->lock).
+ * Return: 0, or -errno (ENOMEM) of EPOLL_CTL_MOD when adding failed: the
+ * backlog would never be written, the caller resets @c.
+ */
+int pump_set_out(struct conn *c, bool on);
+/*
+ * pump_published() - whether every packet pump @p has put in an RX chain is
+ * in the used ring (its done list is empty). Under a conn->lock: then no
+ * packet of that connection filled earlier, with an older fwd_cnt, can reach
+ * the guest after one published now; a guest takes the fwd_cnt of the last
+ * packet it sees (Linux: virtio_transport_recv_pkt() overwrites
+ * peer_fwd_cnt), so a CREDIT_UPDATE overtaken by an older one is lost and
+ * a guest waiting for credit waits forever.
+ */
+static inline bool pump_published(struct pump *p)
+{
+	return !__atomic_load_n(&p->done_n, __ATOMIC_ACQUIRE);
+}
 /* pump_rx_kicked() - the guest added RX buffers: wake starved pumps. */
 void pump_rx_kicked(struct vsock_dev *dev);
 /*

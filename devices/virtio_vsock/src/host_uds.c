@@ -121,8 +121,10 @@ int uds_connect_port(const char *path, uint32_t port, int type, int *out)
 	fd = socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		ret = -errno;
+	do
+		ret = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
+	while (ret == -EINTR);
+	if (ret) {
 		close(fd);
 		return ret == -EINPROGRESS ? -EAGAIN : ret;
 	}

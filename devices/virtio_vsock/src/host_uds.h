@@ -41,7 +41,7 @@ int uds_parse_connect(const char *buf, size_t len, size_t max, uint32_t *port, s
  * type @type (SOCK_STREAM or SOCK_SEQPACKET).
  * On Linux an AF_UNIX connect completes at once or fails: no listener
  * (-ENOENT / -ECONNREFUSED) and a full backlog (-EAGAIN, a listener that
- * does not accept) are all refusals.
+ * does not accept) are all refusals; EINTR is retried.
  * Return: 0 with *fd (non-blocking, close-on-exec); -errno.
  */
 int uds_connect_port(const char *path, uint32_t port, int type, int *fd);

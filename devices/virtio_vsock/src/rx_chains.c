@@ -124,7 +124,7 @@ void done_flush(struct pump *p)
 	vq_push_batch(&dev->rxq, p->done, p->done_n);
 	notify = vq_need_notify(&dev->rxq);
 	pthread_mutex_unlock(&dev->rxq_lock);
-	p->done_n = 0;
+	__atomic_store_n(&p->done_n, 0, __ATOMIC_RELEASE); /* see pump_published() */
 	if (notify) {
 		CTR_ADD(dev, irqs_sent, 1);
 		dev_signal(dev, VSOCK_VQ_RX);
@@ -137,7 +137,7 @@ void done_add(struct pump *p, uint16_t head, uint32_t len)
 {
 	p->done[p->done_n].id = head;
 	p->done[p->done_n].len = len;
-	p->done_n++;
+	__atomic_store_n(&p->done_n, p->done_n + 1, __ATOMIC_RELAXED);
 }
 
 static int cmp_pos(const void *a, const void *b)

@@ -107,22 +107,36 @@ int pump_watch(struct conn *c)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = c };
 
+	/*
+	 * The pump owns @c from here on, watched or not: it sends the RST the
+	 * caller owes after a failure, and retires @c like any other (retire()
+	 * and forget_conn() drop this reference exactly once; their
+	 * EPOLL_CTL_DEL of an fd that never got in fails harmlessly).
+	 */
+	conn_get(c);
 	if (epoll_ctl(c->pump->epfd, EPOLL_CTL_ADD, c->fd, &ev))
 		return -errno;
-	conn_get(c); /* the pump's ownership reference */
 	return 0;
 }
 
-void pump_set_out(struct conn *c, bool on)
+int pump_set_out(struct conn *c, bool on)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.ptr = c };
 
-	if (c->retired || c->out_armed == on)
-		return;
+	/*
+	 * On: always, even when armed already. The caller met EAGAIN (or
+	 * queued bytes), and EPOLL_CTL_MOD polls the socket again, so room
+	 * made since then is reported at once, not only at the next edge
+	 * (which never comes when the reader already emptied the socket).
+	 */
+	if (c->retired || (!on && !c->out_armed))
+		return 0;
 	if (on)
 		ev.events |= EPOLLOUT;
-	if (!epoll_ctl(c->pump->epfd, EPOLL_CTL_MOD, c->fd, &ev))
-		c->out_armed = on;
+	if (epoll_ctl(c->pump->epfd, EPOLL_CTL_MOD, c->fd, &ev))
+		return on ? -errno : 0; /* off: a stray EPOLLOUT costs one idle flush */
+	c->out_armed = on;
+	return 0;
 }
 
 /* Unstarve every starved pump (RX kick, or chains returned to the pool). */
@@ -282,7 +296,9 @@ static int seq_fetch(struct conn *c)
 		return -EMSGSIZE;
 	if (!c->msg && !(c->msg = malloc(cap)))
 		return -ENOMEM;
-	n = recv(c->fd, c->msg, cap, MSG_DONTWAIT);
+	do
+		n = recv(c->fd, c->msg, cap, MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno == EAGAIN ? 0 : -errno;
 	c->msg_len = (uint32_t)n;
