@@ -25,11 +25,17 @@
  * XSAVE image of xstate_size bytes (standard format) follows, ending in
  * FP_XSTATE_MAGIC2, whose components hold the interrupted ymm/zmm/k state.
  *
+ * Then a debugger's view: a child loads a pattern and stops itself with
+ * SIGSTOP (in the same asm block); its tracer must read the child's xmm
+ * registers and MXCSR with PTRACE_GETFPREGS, write others with
+ * PTRACE_SETFPREGS, and the child must find exactly those after it resumes,
+ * every other register unchanged.
+ *
  * Output: per process that passed, "FP-CHECK-PROC proc=I signals=N
  * frame_xstate=BYTES" (the xstate_size of its signal frames' XSAVE image, 0
  * if they had none); per process that failed, "FP-CHECK-ERROR proc=I ..."
- * saying what differed first; then one line "FP-CHECK status=ok|fail
- * level=sse|avx|avx512 procs=P rounds=R".
+ * saying what differed first; "FP-CHECK-PTRACE status=ok|fail [what]"; then
+ * one line "FP-CHECK status=ok|fail level=sse|avx|avx512 procs=P rounds=R".
  * Exit status: 0 ok, 1 fail, 2 usage.
  */
 #define _GNU_SOURCE
@@ -42,7 +48,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -396,6 +404,74 @@ static int worker(int id, int rounds)
 	return 0;
 }
 
+/* The tracee of ptrace_check(): stops with @a loaded, must resume with @want */
+static int tracee(const struct regs *a, const struct regs *want)
+{
+	static struct regs out;
+	struct action stop = { .nr = SYS_kill, .a0 = getpid(), .a1 = SIGSTOP };
+	char buf[128];
+	const char *d;
+
+	stop.touch = &scratch_byte;
+	if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0)
+		return 1;
+	run(a, &out, &stop);
+	d = diff(want, &out, buf, sizeof(buf));
+	if (d)
+		printf("FP-CHECK-PTRACE status=fail tracee resumed with other values: %s\n", d);
+	return d ? 1 : 0;
+}
+
+static int ptrace_check(void)
+{
+	static struct regs a, b, want;
+	struct user_fpregs_struct fpr;
+	const char *err = NULL;
+	int st = 0;
+	pid_t pid;
+
+	fill(&a, 0xfeed0001);
+	fill(&b, 0xfeed0002);
+	want = a; /* b's xmm (low 128 bits) and MXCSR, a's everything else */
+	for (int i = 0; i < 16; i++)
+		memcpy(want.v[i], b.v[i], 16);
+	want.mxcsr = b.mxcsr;
+
+	pid = fork();
+	if (pid < 0)
+		err = "fork failed";
+	else if (pid == 0)
+		_exit(tracee(&a, &want));
+	else if (waitpid(pid, &st, 0) != pid || !WIFSTOPPED(st) || WSTOPSIG(st) != SIGSTOP)
+		err = "tracee did not stop";
+	else if (ptrace(PTRACE_GETFPREGS, pid, NULL, &fpr) < 0)
+		err = "PTRACE_GETFPREGS failed";
+	else if (fpr.mxcsr != a.mxcsr)
+		err = "PTRACE_GETFPREGS: MXCSR is not the tracee's";
+	for (int i = 0; !err && i < 16; i++)
+		if (memcmp((char *)fpr.xmm_space + 16 * i, a.v[i], 16))
+			err = "PTRACE_GETFPREGS: xmm registers are not the tracee's";
+	if (!err) {
+		for (int i = 0; i < 16; i++)
+			memcpy((char *)fpr.xmm_space + 16 * i, b.v[i], 16);
+		fpr.mxcsr = b.mxcsr;
+		if (ptrace(PTRACE_SETFPREGS, pid, NULL, &fpr) < 0)
+			err = "PTRACE_SETFPREGS failed";
+		else if (ptrace(PTRACE_CONT, pid, NULL, NULL) < 0)
+			err = "PTRACE_CONT failed";
+		else if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+			err = "tracee failed"; /* it said why */
+	} else if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+	}
+	if (!err)
+		printf("FP-CHECK-PTRACE status=ok\n");
+	else if (strcmp(err, "tracee failed"))
+		printf("FP-CHECK-PTRACE status=fail %s\n", err);
+	return err ? 1 : 0;
+}
+
 static int print_xsave_size(void)
 {
 	unsigned int a, b = 0, c, d;
@@ -454,6 +530,8 @@ int main(int argc, char **argv)
 			bad = 1;
 		}
 	}
+	if (ptrace_check())
+		bad = 1;
 	printf("FP-CHECK status=%s level=%s procs=%d rounds=%d\n", bad ? "fail" : "ok",
 	       level_name[level], procs, rounds);
 	return bad;

@@ -5,7 +5,7 @@
 # boot the UML kernel with the initramfs and run fp-check in the guest (3 processes x
 # 400 rounds: every vector register the CPU has, through sched_yield(), page faults and
 # a signal handler that clobbers them; the signal frame is checked against the x86-64
-# layout). Also checks that the kernel printed the FP state size it found at boot and
+# layout; a tracer reads and writes a stopped child's registers). Also checks that the kernel printed the FP state size it found at boot and
 # that its signal frames carry an XSAVE image of exactly that size (when the host has
 # XSAVE), and prints the host's own CPUID figure next to it.
 # Usage: fp_check_test.sh INITRAMFS HOST_FP_CHECK [VARIANT | --kernel FILE]
