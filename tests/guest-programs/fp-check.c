@@ -38,7 +38,9 @@
  * one line "FP-CHECK status=ok|fail level=sse|avx|avx512 procs=P rounds=R".
  * Exit status: 0 ok, 1 fail, 2 usage.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <cpuid.h>
 #include <errno.h>
 #include <getopt.h>
