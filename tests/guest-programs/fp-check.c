@@ -69,6 +69,8 @@
 
 enum level { L_SSE, L_AVX, L_AVX512 };
 static const char *const level_name[] = { "sse", "avx", "avx512" };
+/* XSAVE state components each level uses: x87+SSE, +AVX, +opmask/ZMM_Hi256/Hi16_ZMM */
+static const uint64_t level_features[] = { 0x3, 0x7, 0xe7 };
 
 /* Register image: vector register r at v[r], whatever the width. */
 struct regs {
@@ -269,7 +271,7 @@ static void check_frame(const ucontext_t *uc)
 {
 	const uint8_t *fp = (const uint8_t *)uc->uc_mcontext.fpregs;
 	uint32_t magic1, ext, size, mxcsr, magic2;
-	uint64_t bv;
+	uint64_t bv, xf;
 	char msg[96];
 	int r = -1;
 
@@ -306,6 +308,13 @@ static void check_frame(const ucontext_t *uc)
 		return;
 	}
 	frame_xstate = size;
+	memcpy(&xf, fp + FXSAVE_SW_BYTES + 8, 8);
+	if ((xf & level_features[level]) != level_features[level]) {
+		snprintf(msg, sizeof(msg), "xfeatures %#llx lacks %#llx", (unsigned long long)xf,
+			 (unsigned long long)level_features[level]);
+		frame_error(msg);
+		return;
+	}
 	memcpy(&bv, fp + XSAVE_HDR_BV, 8);
 	if (level >= L_AVX) {
 		if (!(bv & 4) || comp_off[2] + 256 > size ||
@@ -390,14 +399,12 @@ static int worker(int id, int rounds)
 		sig_want = &in;
 		run(&in, &out, &a);
 		d = diff(&in, &out, buf, sizeof(buf));
-		if (!d && sig_error[0])
-			d = sig_error;
-		if (d) {
-			printf("FP-CHECK-ERROR proc=%d round=%d after %s: %s\n", id, r,
+		if (d || sig_error[0]) {
+			printf("FP-CHECK-ERROR proc=%d round=%d after %s: %s%s%s\n", id, r,
 			       a.nr == SYS_kill	       ? "a signal handler" :
 			       a.nr == SYS_sched_yield ? "sched_yield" :
 							 "getpid",
-			       d);
+			       d ? d : "registers ok", sig_error[0] ? "; " : "", sig_error);
 			return 1;
 		}
 	}
