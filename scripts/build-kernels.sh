@@ -3,8 +3,9 @@
 #
 # Build skiff's guest kernels from Debian's linux-source-6.1, side by side:
 #
-#   variant  baseline  test-only patches           (guest-kernel-patches/test-only/series)
-#            patched   test-only + feature series  (guest-kernel-patches/series/series)
+#   variant  baseline  host-support + test-only patches (guest-kernel-patches/host-support/series,
+#                      guest-kernel-patches/test-only/series)
+#            patched   baseline's + feature series       (guest-kernel-patches/series/series)
 #   arch     x86_64    bzImage + vmlinux (skiff's VMM, QEMU microvm)
 #            um        user-mode Linux binary "linux" (virtio_uml, vhost-user)
 #
@@ -160,6 +161,7 @@ series_files() {
 }
 
 variant_patches() { # variant -> patch paths in apply order
+	series_files "$gkp/host-support"
 	series_files "$gkp/test-only"
 	[ "$1" = patched ] && series_files "$gkp/series"
 	return 0

@@ -1,9 +1,9 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
 # Run the kernel's scripts/checkpatch.pl --strict on every patch listed in
-# guest-kernel-patches/series/series; each must report 0 errors, 0 warnings
-# and 0 checks.
+# guest-kernel-patches/host-support/series and guest-kernel-patches/series/series;
+# each must report 0 errors, 0 warnings and 0 checks.
 #
 # Which checkpatch.pl: the unpacked linux-source-6.1 tree that
 # scripts/build-kernels.sh keeps in its cache ($SKIFF_CACHE, default
@@ -13,8 +13,9 @@
 # redone when the tarball changes).
 #
 # Usage: checkpatch_series.sh REPO WORKDIR [SERIES_DIR]
-#   SERIES_DIR (default REPO/guest-kernel-patches/series) holds the series
-#   file and the patches; the test suite points it at a bad patch too.
+#   SERIES_DIR holds a series file and its patches (default: both directories
+#   above); the test suite points it at a bad patch too. An empty or missing
+#   series fails.
 # Exit status: 0 every patch clean, 1 a patch has findings, 2 no kernel source.
 set -eu
 
@@ -22,7 +23,11 @@ repo=$1
 work=$2
 cache=${SKIFF_CACHE:-${XDG_CACHE_HOME:-${HOME:-$repo}/.cache}/skiff}
 tarball=${SKIFF_LINUX_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
-dir=${3:-$repo/guest-kernel-patches/series}
+if [ $# -ge 3 ]; then
+	dirs=("$3")
+else
+	dirs=("$repo/guest-kernel-patches/host-support" "$repo/guest-kernel-patches/series")
+fi
 
 root=
 for d in "$cache"/kernels/src/*/; do
@@ -54,25 +59,29 @@ fi
 echo "checkpatch_series: using $root/scripts/checkpatch.pl"
 
 status=0
-n=0
-for p in $(sed -e 's/#.*//' "$dir/series"); do
-	n=$((n + 1))
-	if out=$(cd "$root" &&
-		perl scripts/checkpatch.pl --strict --no-color "$dir/$p" 2>&1); then
-		rc=0
-	else
-		rc=$?
-	fi
-	summary=$(printf '%s\n' "$out" | grep '^total: ' || true)
-	echo "checkpatch_series: $p: $summary"
-	case "$rc:$summary" in
-	"0:total: 0 errors, 0 warnings, 0 checks,"*) ;;
-	*)
-		printf '%s\n' "$out" >&2
-		status=1
-		;;
-	esac
+total=0
+for dir in "${dirs[@]}"; do
+	n=0
+	for p in $(sed -e 's/#.*//' "$dir/series" 2>/dev/null); do
+		n=$((n + 1))
+		if out=$(cd "$root" &&
+			perl scripts/checkpatch.pl --strict --no-color "$dir/$p" 2>&1); then
+			rc=0
+		else
+			rc=$?
+		fi
+		summary=$(printf '%s\n' "$out" | grep '^total: ' || true)
+		echo "checkpatch_series: ${dir##*/}/$p: $summary"
+		case "$rc:$summary" in
+		"0:total: 0 errors, 0 warnings, 0 checks,"*) ;;
+		*)
+			printf '%s\n' "$out" >&2
+			status=1
+			;;
+		esac
+	done
+	[ "$n" -gt 0 ] || { echo "checkpatch_series: $dir/series is empty or missing" >&2; exit 1; }
+	total=$((total + n))
 done
-[ "$n" -gt 0 ] || { echo "checkpatch_series: the series is empty" >&2; exit 1; }
-[ "$status" -eq 0 ] && echo "checkpatch_series: PASS ($n patches)"
+[ "$status" -eq 0 ] && echo "checkpatch_series: PASS ($total patches)"
 exit "$status"
