@@ -907,12 +907,15 @@ START_TEST(t_pump_watch_reset)
 	fx_fault_setup(&fx, &o);
 	lfd = request_unwatched(&fx, 7202, ENOSPC, 200, &rc);
 	ck_assert_int_eq(rc, -ETIMEDOUT); /* no RX buffer for the RST */
-	FX_WAIT(&fx, conns_closed, 1, FX_T);
+	/* Refused, not yet closed: the RST (and the fd) wait for an RX buffer. */
+	FX_WAIT(&fx, conns_refused, 1, FX_T);
 	ck_assert(fault_fired(NULL));
 	fd = hp_accept(lfd, FX_T);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(sim_drv_reset(fx.drv), 0);
 	ck_assert_int_eq(hp_wait_eof(fd, FX_T), 0);
+	FX_WAIT(&fx, conns_closed, 1, FX_T); /* the reset released it, exactly once */
+	fx_wait_quiet(&fx);
 	close(fd);
 	close(lfd);
 	fx_teardown(&fx);

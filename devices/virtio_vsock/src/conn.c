@@ -160,8 +160,13 @@ void conn_opened(struct conn *c)
 
 void conn_reset(struct conn *c, bool send_rst)
 {
-	if (c->state == CONN_HOST_CONNECTING)
-		CTR_ADD(c->dev, conns_refused, 1); /* the guest refused or did not answer */
+	/*
+	 * A host client the guest refused or did not answer, or a guest
+	 * REQUEST whose RESPONSE had not gone out (the guest sees an RST to
+	 * its REQUEST): attempts that never became a connection.
+	 */
+	if (c->state == CONN_HOST_CONNECTING || (c->pending & PEND_RESPONSE))
+		CTR_ADD(c->dev, conns_refused, 1);
 	else if (c->state == CONN_ESTABLISHED)
 		CTR_ADD(c->dev, conn_resets, 1);
 	conn_end(c, send_rst);
