@@ -2,6 +2,7 @@
 /* Device glue: every function of skiff/vsock_dev.h. */
 #include <endian.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -516,4 +517,18 @@ void vsock_dev_get_counters(const struct vsock_dev *dev, struct vsock_dev_counte
 	o->host_fds = (uint64_t)atomic_load(&dev->host_fds);
 	o->dev_resets = atomic_load(&c->dev_resets);
 	o->rx_chains_max = atomic_load(&c->rx_chains_max);
+}
+
+int vsock_dev_conn_dump(struct vsock_dev *dev, uint32_t host_port, uint32_t guest_port, char *buf,
+			size_t len)
+{
+	struct conn *c = mux_lookup(&dev->mux, host_port, guest_port);
+
+	if (!c) {
+		snprintf(buf, len, "no connection %u:%u", host_port, guest_port);
+		return -ENOENT;
+	}
+	conn_describe(c, buf, len);
+	conn_put(c);
+	return 0;
 }
