@@ -318,6 +318,29 @@ void fx_xfer_g2h(int fd, struct sim_conn *c, size_t len, uint64_t seed)
 
 /* ---- connection pairs moving data both ways ---- */
 
+/* Note the state of @j's connection on both sides in j->diag. */
+static void job_diag(struct fx_job *j)
+{
+	struct sim_drv *drv = sim_conn_drv(j->c);
+	struct sim_conn_info ci;
+	struct sim_drv_stats st;
+	char dev[384], err[128];
+
+	sim_conn_info(j->c, &ci);
+	sim_drv_get_stats(drv, &st);
+	sim_drv_last_error(drv, err, sizeof(err));
+	vsock_dev_conn_dump(j->dev, ci.peer_port, ci.local_port, dev, sizeof(dev));
+	snprintf(j->diag, sizeof(j->diag),
+		 "guest %u:%u: peer_buf_alloc %u peer_fwd_cnt %u tx_cnt %u credit %u, rx_cnt %u "
+		 "fwd_cnt %u queued %u, credit updates in %llu, shut %#x%s; driver: stale fwd_cnt "
+		 "%llu, protocol errors %llu (%s) | device: %s",
+		 ci.local_port, ci.peer_port, ci.peer_buf_alloc, ci.peer_fwd_cnt, ci.tx_cnt,
+		 ci.peer_buf_alloc - (ci.tx_cnt - ci.peer_fwd_cnt), ci.rx_cnt, ci.fwd_cnt,
+		 ci.rx_queued, (unsigned long long)ci.credit_updates_rx, ci.peer_shutdown,
+		 ci.reset ? " reset" : "", (unsigned long long)st.stale_fwd_cnt,
+		 (unsigned long long)st.proto_errors, err, dev);
+}
+
 static void *job_run(void *arg)
 {
 	struct fx_job *j = arg;
@@ -353,6 +376,7 @@ static void *job_run(void *arg)
 		}
 		if (r < 0) {
 			j->rc = r;
+			job_diag(j);
 			break;
 		}
 		if (j->kind == FX_HOST_READ || j->kind == FX_GUEST_RECV)
@@ -365,7 +389,7 @@ static void *job_run(void *arg)
 	return NULL;
 }
 
-void fx_pair_start(struct fx_pair *p, size_t g2h, size_t h2g, uint64_t seed)
+void fx_pair_start(struct fx *fx, struct fx_pair *p, size_t g2h, size_t h2g, uint64_t seed)
 {
 	const enum fx_job_kind kinds[4] = { FX_GUEST_SEND, FX_HOST_READ, FX_HOST_WRITE,
 					    FX_GUEST_RECV };
@@ -379,6 +403,8 @@ void fx_pair_start(struct fx_pair *p, size_t g2h, size_t h2g, uint64_t seed)
 		j->c = p->c;
 		j->len = i < 2 ? g2h : h2g;
 		j->seed = i < 2 ? seed : seed + 1;
+		j->dev = fx->dev;
+		j->diag[0] = '\0';
 		ck_assert_int_eq(pthread_create(&j->t, NULL, job_run, j), 0);
 	}
 }
@@ -390,8 +416,8 @@ void fx_pair_check(struct fx_pair *p, int idx)
 	for (i = 0; i < 4; i++)
 		pthread_join(p->j[i].t, NULL);
 	for (i = 0; i < 4; i++)
-		ck_assert_msg(p->j[i].rc == (ssize_t)p->j[i].len, "conn %d job %d: %zd of %zu", idx,
-			      i, p->j[i].rc, p->j[i].len);
+		ck_assert_msg(p->j[i].rc == (ssize_t)p->j[i].len, "conn %d job %d: %zd of %zu; %s",
+			      idx, i, p->j[i].rc, p->j[i].len, p->j[i].diag);
 	ck_assert_msg(p->j[1].hash == fx_pattern_hash(p->j[1].len, p->j[1].seed),
 		      "conn %d: guest->host hash differs", idx);
 	ck_assert_msg(p->j[3].hash == fx_pattern_hash(p->j[3].len, p->j[3].seed),

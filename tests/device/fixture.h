@@ -93,7 +93,9 @@ uint64_t fx_pattern_hash(size_t len, uint64_t seed);
 /*
  * A connection moving pattern data both ways at once, one thread per
  * direction and side (guest send, host read, host write, guest recv).
- * fx_pair_check() joins them and checks lengths and hashes.
+ * fx_pair_check() joins them and checks lengths and hashes. A job that
+ * fails notes, at that moment, the credit state of its connection on both
+ * sides (sim_conn_info(), vsock_dev_conn_dump()) for the failure message.
  */
 enum fx_job_kind { FX_HOST_WRITE, FX_HOST_READ, FX_GUEST_SEND, FX_GUEST_RECV };
 
@@ -106,6 +108,8 @@ struct fx_job {
 	uint64_t hash;
 	ssize_t rc;
 	pthread_t t;
+	struct vsock_dev *dev;
+	char diag[768]; /* both sides' state when the job failed */
 };
 
 struct fx_pair {
@@ -114,7 +118,7 @@ struct fx_pair {
 	struct fx_job j[4];
 };
 
-void fx_pair_start(struct fx_pair *p, size_t g2h, size_t h2g, uint64_t seed);
+void fx_pair_start(struct fx *fx, struct fx_pair *p, size_t g2h, size_t h2g, uint64_t seed);
 void fx_pair_check(struct fx_pair *p, int idx);
 
 /* Standard timeout for "eventually" in tests, ms (generous: loaded 2-core CI). */

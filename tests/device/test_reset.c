@@ -70,7 +70,7 @@ START_TEST(t_reset_mid_transfer)
 	ck_assert_int_eq(hp_write_all(pend, "CONNECT 90", 10, FX_T), 10);
 
 	for (i = 0; i < 4; i++)
-		fx_pair_start(&p[i], 256u << 20, 256u << 20, 100 + 2 * i);
+		fx_pair_start(&fx, &p[i], 256u << 20, 256u << 20, 100 + 2 * i);
 	FX_WAIT(&fx, tx_bytes, 4u << 20, FX_T);
 	FX_WAIT(&fx, rx_bytes, 4u << 20, FX_T);
 

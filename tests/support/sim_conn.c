@@ -11,7 +11,10 @@
  * peer less than one maximum packet (virtio_transport_stream_do_dequeue).
  * The check on the device: a RW packet that makes rx_cnt - fwd_cnt_we_sent
  * exceed buf_alloc is a credit violation (the device cannot know a newer
- * fwd_cnt than the last one we published).
+ * fwd_cnt than the last one we published). Like Linux we take buf_alloc and
+ * fwd_cnt from every packet as it comes; a packet whose fwd_cnt is older
+ * than one before it (the device published packets of one connection out of
+ * order) takes credit back and is counted as a protocol error.
  *
  * All functions with the "__" or "conn_" prefix run with drv->lock held.
  */
@@ -226,6 +229,19 @@ static void conn_rx(struct sim_conn *c, const struct virtio_vsock_hdr *hdr, cons
 {
 	struct sim_drv *drv = c->drv;
 
+	/*
+	 * Linux takes the credit of every packet as it comes, so a packet
+	 * carrying an older fwd_cnt than one before it takes back credit the
+	 * device already gave: we do the same, and count it. Not an RST: it
+	 * ends the credit, and one answering a packet the device no longer
+	 * knows a connection for carries none.
+	 */
+	if (hdr->op != VIRTIO_VSOCK_OP_RST && (int32_t)(hdr->fwd_cnt - c->peer_fwd_cnt) < 0) {
+		drv->stats.stale_fwd_cnt++;
+		sim__proto_error(drv, "fwd_cnt went back from %u to %u on %u:%u (op %u, tx_cnt %u)",
+				 c->peer_fwd_cnt, hdr->fwd_cnt, c->local_port, c->peer_port,
+				 hdr->op, c->tx_cnt);
+	}
 	c->peer_buf_alloc = hdr->buf_alloc;
 	c->peer_fwd_cnt = hdr->fwd_cnt;
 	if (hdr->type != c->type)

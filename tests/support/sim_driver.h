@@ -129,6 +129,7 @@ struct sim_drv_stats {
 	uint64_t max_num_buffers; /* largest num_buffers seen (MRG_RXBUF) */
 	uint64_t max_rx_payload; /* largest RX packet payload seen */
 	uint64_t credit_violations; /* device sent beyond our credit */
+	uint64_t stale_fwd_cnt; /* packets with an older fwd_cnt than one before (also an error) */
 	uint64_t proto_errors; /* anything else the device got wrong */
 };
 

@@ -3,6 +3,7 @@
 #include "conn.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -150,6 +151,28 @@ void conn_maybe_credit(struct conn *c)
 		c->pending |= PEND_CREDIT;
 		conn_schedule(c);
 	}
+}
+
+int conn_describe(struct conn *c, char *buf, size_t len)
+{
+	bool starved;
+	int n;
+
+	pthread_mutex_lock(&c->lock);
+	pthread_mutex_lock(&c->pump->lock);
+	starved = c->pump->starved;
+	pthread_mutex_unlock(&c->pump->lock);
+	n = snprintf(buf, len,
+		     "state %d pending %#x shut peer %#x local %#x; g2h buf_alloc %u recv %u "
+		     "fwd_cnt %u told %u backlog %u out_armed %d want_flush %d; h2g "
+		     "peer_buf_alloc %u peer_fwd_cnt %u sent %u credit %u readable %d eof %d; "
+		     "pump %u starved %d",
+		     (int)c->state, c->pending, c->peer_shut, c->local_shut, c->buf_alloc,
+		     c->g2h_recv, c->g2h_fwd, c->g2h_fwd_told, c->bl_len, c->out_armed,
+		     c->want_flush, c->peer_buf_alloc, c->peer_fwd_cnt, c->h2g_sent,
+		     conn_credit_avail(c), c->host_readable, c->host_eof, c->pump->id, starved);
+	pthread_mutex_unlock(&c->lock);
+	return n;
 }
 
 void conn_opened(struct conn *c)

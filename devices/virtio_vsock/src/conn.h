@@ -211,6 +211,15 @@ int conn_flush(struct conn *c);
  * Counted in conn_resets (conns_refused while HOST_CONNECTING).
  */
 void conn_reset(struct conn *c, bool send_rst);
+/*
+ * conn_describe() - one line of @c's state for a diagnostic (takes c->lock):
+ * state, pending kinds, shutdown flags, both credit directions (ours:
+ * buf_alloc, bytes received, fwd_cnt and the fwd_cnt the guest was last
+ * told, backlog bytes; the guest's: buf_alloc, fwd_cnt, bytes sent, credit
+ * left), host socket flags, the pump and whether it waits for RX buffers.
+ * Return: as snprintf().
+ */
+int conn_describe(struct conn *c, char *buf, size_t len);
 /* conn_opened() - @c is in the table: count it in conns_opened (and its fd's close in conns_closed). */
 void conn_opened(struct conn *c);
 /* conn_end() - conn_reset() of the normal close handshake: counted nowhere. */

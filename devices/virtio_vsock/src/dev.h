@@ -77,6 +77,7 @@ struct pump {
 	unsigned int cache_first, cache_n;
 	struct vring_used_elem done[RX_BATCH * 2];
 	unsigned int done_n; /* written atomically: pump_published() reads it */
+	bool unsignalled; /* entries published, the interrupt check not made yet */
 	struct conn *zombies; /* retired, reference dropped at the next loop top */
 };
 

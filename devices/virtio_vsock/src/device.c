@@ -2,6 +2,7 @@
 /* Device glue: every function of skiff/vsock_dev.h. */
 #include <endian.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -443,7 +444,8 @@ static void dev_clear(struct vsock_dev *dev)
 		p->work_head = p->work_tail = p->blocked = NULL;
 		p->starved = false;
 		p->cache_n = p->cache_first = 0;
-		p->done_n = 0;
+		__atomic_store_n(&p->done_n, 0, __ATOMIC_RELAXED); /* see pump_published() */
+		p->unsignalled = false;
 	}
 	ctl_drop_pending(dev);
 	/* Host clients still in the listen backlog were CONNECTs pending: drop them. */
@@ -529,4 +531,18 @@ void vsock_dev_get_counters(const struct vsock_dev *dev, struct vsock_dev_counte
 	o->host_fds = (uint64_t)atomic_load(&dev->host_fds);
 	o->dev_resets = atomic_load(&c->dev_resets);
 	o->rx_chains_max = atomic_load(&c->rx_chains_max);
+}
+
+int vsock_dev_conn_dump(struct vsock_dev *dev, uint32_t host_port, uint32_t guest_port, char *buf,
+			size_t len)
+{
+	struct conn *c = mux_lookup(&dev->mux, host_port, guest_port);
+
+	if (!c) {
+		snprintf(buf, len, "no connection %u:%u", host_port, guest_port);
+		return -ENOENT;
+	}
+	conn_describe(c, buf, len);
+	conn_put(c);
+	return 0;
 }

@@ -112,19 +112,32 @@ void cache_return(struct pump *p)
 	pump_rx_kicked(dev);
 }
 
-/* Publish the used entries of this batch, then at most one interrupt. */
-void done_flush(struct pump *p)
+void done_publish(struct pump *p)
 {
 	struct vsock_dev *dev = p->dev;
-	bool notify;
 
 	if (!p->done_n)
 		return;
 	pthread_mutex_lock(&dev->rxq_lock);
 	vq_push_batch(&dev->rxq, p->done, p->done_n);
-	notify = vq_need_notify(&dev->rxq);
 	pthread_mutex_unlock(&dev->rxq_lock);
 	__atomic_store_n(&p->done_n, 0, __ATOMIC_RELEASE); /* see pump_published() */
+	p->unsignalled = true;
+}
+
+/* Publish what is left of this round, then at most one interrupt for all of it. */
+void done_flush(struct pump *p)
+{
+	struct vsock_dev *dev = p->dev;
+	bool notify;
+
+	done_publish(p);
+	if (!p->unsignalled)
+		return;
+	p->unsignalled = false;
+	pthread_mutex_lock(&dev->rxq_lock);
+	notify = vq_need_notify(&dev->rxq);
+	pthread_mutex_unlock(&dev->rxq_lock);
 	if (notify) {
 		CTR_ADD(dev, irqs_sent, 1);
 		dev_signal(dev, VSOCK_VQ_RX);

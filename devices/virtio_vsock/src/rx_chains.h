@@ -41,8 +41,14 @@ uint32_t rx_hdr_len(const struct vsock_dev *dev);
  */
 struct rx_slot *slot_first_usable(struct pump *p, unsigned int max_chains);
 
-/* done_add() - note a used entry; done_flush() publishes them and maybe interrupts. */
+/*
+ * done_add() - note a used entry. done_publish() puts the noted entries in
+ * the used ring (under rxq_lock) without an interrupt; done_flush() does
+ * that too, then checks once whether the guest wants an interrupt for all
+ * entries published since the last check, and raises it.
+ */
 void done_add(struct pump *p, uint16_t head, uint32_t len);
+void done_publish(struct pump *p);
 void done_flush(struct pump *p);
 
 /*

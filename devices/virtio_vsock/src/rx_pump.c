@@ -563,6 +563,15 @@ static enum serve_result serve(struct pump *p, struct conn *c)
 		retire(p, c);
 		res = SERVE_DONE;
 	}
+	/*
+	 * The packets of @c go into the used ring before its lock is let go:
+	 * the control thread may put a CREDIT_UPDATE of @c on the RX queue at
+	 * once (conn_maybe_credit()), and the guest takes the fwd_cnt of every
+	 * packet as it comes (Linux virtio_transport_space_update()), so a
+	 * packet of ours published after that update would take its credit
+	 * back, and a guest waiting for credit would wait forever.
+	 */
+	done_publish(p);
 out:
 	pthread_mutex_unlock(&c->lock);
 	return res;

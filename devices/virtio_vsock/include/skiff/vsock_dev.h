@@ -361,6 +361,17 @@ int vsock_dev_reset(struct vsock_dev *dev);
 /* vsock_dev_get_counters() - snapshot of the counters; thread safe. */
 void vsock_dev_get_counters(const struct vsock_dev *dev, struct vsock_dev_counters *out);
 
+/*
+ * vsock_dev_conn_dump() - for diagnostics (tests, debugging): one line of
+ * text in @buf (@len bytes, NUL-terminated, cut to fit) describing the
+ * connection between host port @host_port and guest port @guest_port:
+ * state, pending packets, and the credit counters of both directions as the
+ * device sees them. Thread safe. Return: 0; -ENOENT when no such connection
+ * is in the table (@buf says so).
+ */
+int vsock_dev_conn_dump(struct vsock_dev *dev, uint32_t host_port, uint32_t guest_port, char *buf,
+			size_t len);
+
 #ifdef __cplusplus
 }
 #endif
