@@ -102,7 +102,7 @@ tool=build/tests/guest-programs/vsock-tool
 # host port 5000; vsock-tool checks every byte against a seeded pattern.
 guest_run="vsock-tool listen $port_h2g --recv ${mib}M --seed 11 --peer-seed 22 &
 l=\$!
-vsock-tool connect 2:$port_g2h --send ${mib}M --seed 33 --timeout 120
+vsock-tool connect 2:$port_g2h --send ${mib}M --seed 33 --connect-timeout 30000 --timeout 120
 a=\$?
 wait \$l
 b=\$?

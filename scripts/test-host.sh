@@ -74,7 +74,7 @@ direct | emulated) ;;
 *) die "SKIFF_TEST_HOST='$mode': want emulated or direct" ;;
 esac
 
-if [ $mode = direct ]; then
+if [ "$mode" = direct ]; then
 	exec timeout --kill-after=5 "$timeout_s" "$@"
 fi
 
