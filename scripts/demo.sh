@@ -9,7 +9,10 @@
 # by skiff itself (virtio-mmio transport). Where it is not (nested PVM KVM, no KVM),
 # ring-0 guest code cannot run at useful speed and guest user space not at all, so the
 # same device is served to a user-mode Linux guest over vhost-user by skiff-vsock.
-# SKIFF_DEMO_VMM=skiff|uml forces one (skiff is refused where it cannot work),
+# SKIFF_DEMO_VMM=skiff|uml forces one (skiff is refused where it cannot work);
+# SKIFF_DEMO_VMM=skiff-emulated runs the skiff leg on an emulated x86-64 host with KVM
+# (scripts/test-host.sh: QEMU TCG with AMD SVM; real hardware-virtualization semantics,
+# emulation speed), which works on any x86-64 machine;
 # SKIFF_DEMO_VARIANT=baseline|patched picks the guest kernel (default patched),
 # SKIFF_DEMO_MIB=N the transfer size each way (default 64), SKIFF_DEMO_KERNEL=FILE another
 # guest kernel (a UML binary, or an x86-64 bzImage/vmlinux for skiff) instead of the cached one.
@@ -47,31 +50,45 @@ case $vmm in
 	fi
 	;;
 uml) ;;
+skiff-emulated) ;;
 skiff)
-	[ "$kvm" = hardware ] || die "SKIFF_DEMO_VMM=skiff needs hardware KVM (VT-x/AMD-V); /dev/kvm here is '$kvm', which cannot run Linux user space (see vmm/README.md): use SKIFF_DEMO_VMM=uml or leave it unset"
+	[ "$kvm" = hardware ] || die "SKIFF_DEMO_VMM=skiff needs hardware KVM (VT-x/AMD-V); /dev/kvm here is '$kvm', which cannot run Linux user space (see docs/machines.md): use SKIFF_DEMO_VMM=skiff-emulated (skiff in an emulated host with KVM, slow), uml, or leave it unset"
 	;;
-*) die "SKIFF_DEMO_VMM='$vmm': want skiff or uml" ;;
+*) die "SKIFF_DEMO_VMM='$vmm': want skiff, skiff-emulated or uml" ;;
 esac
 
-say "set-up (scripts/setup.sh)"
-bash scripts/setup.sh >/tmp/skiff-demo-setup.log 2>&1 || {
-	tail -n 20 /tmp/skiff-demo-setup.log >&2
-	die "set-up failed (log /tmp/skiff-demo-setup.log)"
-}
-say "building skiff (build/)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc)" >/dev/null
-arch=um
-[ "$vmm" = skiff ] && arch=x86_64
-if [ -n "${SKIFF_DEMO_KERNEL:-}" ]; then
-	kernel=$SKIFF_DEMO_KERNEL
-	[ -r "$kernel" ] || die "SKIFF_DEMO_KERNEL='$kernel' is not a readable file"
-	say "guest kernel: $kernel (SKIFF_DEMO_KERNEL)"
+# skiff-emulated: everything is prepared here, then this script runs again as
+# SKIFF_DEMO_VMM=skiff inside the emulated host (SKIFF_DEMO_PREPARED skips the preparation).
+prepared=${SKIFF_DEMO_PREPARED:-0}
+if [ "$prepared" = 1 ]; then
+	say "virtualization here is emulated (QEMU TCG with AMD SVM, scripts/test-host.sh): the speeds below are the emulator's, not this machine's"
 else
+	say "set-up (scripts/setup.sh)"
+	bash scripts/setup.sh >/tmp/skiff-demo-setup.log 2>&1 || {
+		tail -n 20 /tmp/skiff-demo-setup.log >&2
+		die "set-up failed (log /tmp/skiff-demo-setup.log)"
+	}
+	say "building skiff (build/)"
+	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build build -j"$(nproc)" >/dev/null
+fi
+arch=um
+[ "$vmm" = uml ] || arch=x86_64
+if [ -n "${SKIFF_DEMO_KERNEL:-}" ]; then
+	[ -r "$SKIFF_DEMO_KERNEL" ] || die "SKIFF_DEMO_KERNEL='$SKIFF_DEMO_KERNEL' is not a readable file"
+	say "guest kernel: $SKIFF_DEMO_KERNEL (SKIFF_DEMO_KERNEL)"
+elif [ "$prepared" != 1 ]; then
 	say "building the $variant $arch guest kernel (cached after the first run)"
 	bash scripts/build-kernels.sh --variant "$variant" --arch "$arch" >/dev/null
-	kernel=$(bash scripts/build-kernels.sh --print-path "$variant" "$arch")
 fi
+if [ "$vmm" = skiff-emulated ]; then
+	# The initramfs is packed here: under emulation every process start is slow.
+	bash scripts/build-initramfs.sh -o build/demo-initrd.cpio.gz --bin build/tests/guest-programs/vsock-tool >/dev/null
+	say "starting the emulated x86-64 host (scripts/test-host.sh; its kernel is fetched once)"
+	exec bash scripts/test-host.sh --emulated --timeout $((timeout_s + 120)) -- \
+		env SKIFF_DEMO_VMM=skiff SKIFF_DEMO_PREPARED=1 bash scripts/demo.sh
+fi
+kernel=${SKIFF_DEMO_KERNEL:-$(bash scripts/build-kernels.sh --print-path "$variant" "$arch")}
 
 work=$(mktemp -d /tmp/skiff-demo.XXXXXX)
 pids=()
@@ -89,12 +106,16 @@ tool=build/tests/guest-programs/vsock-tool
 # host port 5000; vsock-tool checks every byte against a seeded pattern.
 guest_run="vsock-tool listen $port_h2g --recv ${mib}M --seed 11 --peer-seed 22 &
 l=\$!
-vsock-tool connect 2:$port_g2h --send ${mib}M --seed 33 --timeout 120
+vsock-tool connect 2:$port_g2h --send ${mib}M --seed 33 --connect-timeout 30000 --timeout 120
 a=\$?
 wait \$l
 b=\$?
 exit \$((a + b))"
-bash scripts/build-initramfs.sh -o "$work/initrd.cpio.gz" --bin "$tool" >/dev/null
+if [ "$prepared" = 1 ]; then
+	cp build/demo-initrd.cpio.gz "$work/initrd.cpio.gz"
+else
+	bash scripts/build-initramfs.sh -o "$work/initrd.cpio.gz" --bin "$tool" >/dev/null
+fi
 
 # Host side: a listener for the guest-initiated connection.
 "$tool" listen "uds:${uds}_$port_g2h" --recv "${mib}M" --peer-seed 33 --timeout "$timeout_s" \
@@ -186,7 +207,8 @@ if [ -n "$dev_pid" ]; then
 fi
 wait 2>/dev/null || true
 
-guest_rc=$(sed -n 's/^SKIFF-RESULT .*rc=\([^ ]*\)$/\1/p' "$work/console.log" | head -n1)
+# A serial console (skiff's ttyS0) ends its lines with \r\n.
+guest_rc=$(tr -d '\r' <"$work/console.log" | sed -n 's/^SKIFF-RESULT .*rc=\([^ ]*\)$/\1/p' | head -n1)
 host_recv_ok=0 host_send_ok=0 guest_recv_ok=0 guest_send_ok=0
 grep -q 'VSOCK-TOOL status=ok' "$work/host-recv.log" 2>/dev/null && host_recv_ok=1
 grep -q 'VSOCK-TOOL status=ok' "$work/host-send.log" 2>/dev/null && host_send_ok=1

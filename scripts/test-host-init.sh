@@ -1,0 +1,63 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# /init of the emulated x86-64 host of scripts/test-host.sh (busybox sh, appended to the
+# cached base.cpio.gz of scripts/test-host-image.sh on each run).
+#
+# Loads the modules in /modules/order (KVM on the emulated AMD SVM, virtio-pci, 9p),
+# mounts the machine's root read-only (9p tag "root", cache=loose: nothing outside changes
+# it during a run) on /newroot, the run's I/O directory (tag "io") on /newroot/run/test-host
+# and the writable work directory (tag "work", cache=mmap) at its own path; fresh /proc,
+# /sys, /dev (devtmpfs: /dev/kvm), /dev/pts, tmpfs /tmp, /dev/shm and /run. Then it runs
+# /run/test-host/cmd (written by test-host.sh: cd, environment, the command) chrooted there,
+# stdout and stderr to /run/test-host/stdout and stderr, and powers off.
+# Console markers (ttyS0, each on a line of its own):
+#   SKIFF-TEST-HOST ready           modules loaded, /dev/kvm present, filesystems mounted
+#   SKIFF-TEST-HOST rc=N            the command's exit status
+#   SKIFF-TEST-HOST error=WHAT      the host could not be set up (WHAT says what failed)
+PATH=/bin
+export PATH
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+
+fail() {
+	echo "SKIFF-TEST-HOST error=$*"
+	poweroff -f
+	sleep 10
+}
+
+while read -r m; do
+	insmod "/modules/$m" || fail "insmod-$m"
+done </modules/order
+[ -c /dev/kvm ] || fail "no-dev-kvm"
+
+p9='trans=virtio,version=9p2000.L,msize=262144'
+mount -t 9p -o "$p9,cache=mmap" io /io || fail "mount-io"
+work=$(sed -n 's/^work=//p' /io/config)
+mount -t 9p -o "$p9,cache=loose,ro" root /newroot || fail "mount-root"
+r=/newroot
+mount -t proc proc $r/proc || fail "mount-proc"
+mount -t sysfs sysfs $r/sys || fail "mount-sys"
+mount -t devtmpfs devtmpfs $r/dev || fail "mount-dev"
+mkdir -p $r/dev/pts $r/dev/shm
+mount -t devpts devpts $r/dev/pts
+mount -t tmpfs tmpfs $r/dev/shm || fail "mount-dev-shm"
+mount -t tmpfs tmpfs $r/tmp || fail "mount-tmp"
+chmod 1777 $r/tmp $r/dev/shm
+mount -t tmpfs tmpfs $r/run || fail "mount-run"
+mkdir -p $r/run/test-host
+mount --bind /io $r/run/test-host || fail "mount-io-bind"
+if [ -n "$work" ]; then
+	mkdir -p "$r$work" 2>/dev/null
+	mount -t 9p -o "$p9,cache=mmap" work "$r$work" || fail "mount-work"
+fi
+
+echo "SKIFF-TEST-HOST ready"
+chroot $r /bin/sh /run/test-host/cmd </dev/null >/io/stdout 2>/io/stderr
+rc=$?
+echo "$rc" >/io/status
+sync
+echo "SKIFF-TEST-HOST rc=$rc"
+poweroff -f
+sleep 10

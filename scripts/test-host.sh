@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Run a command on an x86-64 host with hardware-virtualization KVM: this machine itself when
+# its /dev/kvm is VT-x/AMD-V (scripts/machine-info.sh --kvm prints "hardware"), otherwise an
+# emulated host: QEMU TCG with AMD SVM and nested paging (-cpu EPYC,+svm,+npt), booting
+# Debian's packaged kernel with kvm-amd (scripts/test-host-image.sh fetches it through apt
+# and caches it by package version). There, /dev/kvm has hardware semantics: skiff's guests
+# run ring 0 and user space, slowly (emulation speed, not the machine's).
+#
+# Usage: test-host.sh [options] [--] COMMAND [ARGS...]
+#   --work DIR         the writable directory (default: the current directory); the command
+#                      runs in the current directory, which should be inside DIR
+#   --timeout S        the command's limit, boot included (default 600); then exit 124
+#   --boot-timeout S   the emulated host must be ready within S seconds (default 60)
+#   --mem MIB          the emulated host's memory (default 2048)
+#   --cpus N           its vCPUs (default 2)
+#   --console FILE     keep its console log there (default: shown only on failure)
+#   --emulated | --direct   force one way ($SKIFF_TEST_HOST=emulated|direct too); --direct
+#                      where the KVM is not hardware runs the command anyway
+#
+# How the emulated host sees the machine (same paths, binaries, libraries, Python, kernels
+# and test programs as outside, nothing copied): the machine's root over virtio-9p,
+# read-only; the work directory over virtio-9p at its own path, writable (result files are
+# written straight to it); fresh /proc, /sys, /dev (with /dev/kvm), /dev/pts, and tmpfs on
+# /tmp, /dev/shm and /run. Unix sockets cannot live on 9p: TMPDIR is /tmp (tmpfs), so a
+# command that puts its sockets under $TMPDIR works. The environment is passed through
+# (TMPDIR=/tmp). The command's stdout and stderr are streamed to this script's; its exit
+# status is this script's. The boot is scripts/test-host-init.sh (console markers there).
+#
+# Exit status: the command's, or
+#   123  the emulated host died or panicked (reported within seconds, console tail shown)
+#   124  timed out (nothing is left running: QEMU's process group is killed)
+#   125  the emulated host could not be set up (reason and console tail shown)
+#   2    bad usage or a missing prerequisite (named, with the command that installs it)
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+work=$PWD timeout_s=600 boot_s=60 mem=2048 cpus=2 console='' mode=${SKIFF_TEST_HOST:-auto}
+
+say() { printf 'test-host.sh: %s\n' "$*" >&2; }
+die() {
+	say "error: $*"
+	exit 2
+}
+usage() {
+	sed -n '11,22p' "$0" | sed 's/^# \{0,1\}//' >&2
+	exit 2
+}
+while [ $# -gt 0 ]; do
+	case $1 in
+	--work) work=${2:?} && shift ;;
+	--timeout) timeout_s=${2:?} && shift ;;
+	--boot-timeout) boot_s=${2:?} && shift ;;
+	--mem) mem=${2:?} && shift ;;
+	--cpus) cpus=${2:?} && shift ;;
+	--console) console=${2:?} && shift ;;
+	--emulated) mode=emulated ;;
+	--direct) mode=direct ;;
+	--) shift && break ;;
+	-*) usage ;;
+	*) break ;;
+	esac
+	shift
+done
+[ $# -gt 0 ] || usage
+for n in "$timeout_s" "$boot_s" "$mem" "$cpus"; do
+	[[ $n =~ ^[1-9][0-9]{0,5}$ ]] || die "'$n' is not a whole positive number"
+done
+work=$(cd "$work" && pwd) || die "--work: no directory '$work'"
+case $mode in
+auto) [ "$(bash "$repo/scripts/machine-info.sh" --kvm)" = hardware ] && mode=direct || mode=emulated ;;
+direct | emulated) ;;
+*) die "SKIFF_TEST_HOST='$mode': want emulated or direct" ;;
+esac
+
+if [ "$mode" = direct ]; then
+	exec timeout --kill-after=5 "$timeout_s" "$@"
+fi
+
+command -v qemu-system-x86_64 >/dev/null ||
+	die "qemu-system-x86_64 not found; run 'sudo apt-get install qemu-system-x86' (or scripts/setup.sh)"
+img=$(bash "$repo/scripts/test-host-image.sh") || exit 125
+state=$(mktemp -d /tmp/skiff-test-host.XXXXXX)
+mkdir "$state/io"
+qpid='' tails=()
+cleanup() {
+	# QEMU runs in its own session: kill its whole process group, then our tails.
+	[ -z "$qpid" ] || kill -KILL -- "-$qpid" 2>/dev/null || true
+	for p in "${tails[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$state"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The command script: environment (minus what describes this shell), cwd, the command.
+q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+{
+	while IFS= read -r -d '' kv; do
+		k=${kv%%=*}
+		[[ $k =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || continue
+		case $k in PWD | OLDPWD | SHLVL | _ | TMPDIR) continue ;; esac
+		printf 'export %s=%s\n' "$k" "$(q "${kv#*=}")"
+	done < <(env -0)
+	echo "export TMPDIR=/tmp"
+	echo "cd $(q "$PWD") || exit 126"
+	printf 'exec'
+	for a in "$@"; do printf ' %s' "$(q "$a")"; done
+	echo
+} >"$state/io/cmd"
+printf 'work=%s\n' "$work" >"$state/io/config"
+: >"$state/io/stdout"
+: >"$state/io/stderr"
+printf 'slink /bin/sh busybox 777 0 0\nfile /init %s 755 0 0\n' "$repo/scripts/test-host-init.sh" >"$state/init.spec"
+python3 "$repo/scripts/mkcpio.py" "$state/init.spec" - | gzip -1 >"$state/init.cpio.gz"
+cat "$img/base.cpio.gz" "$state/init.cpio.gz" >"$state/host.cpio.gz"
+[ -n "$console" ] || console=$state/console.log
+: >"$console"
+
+fsdev() { # TAG PATH [OPTIONS]: a virtio-9p share
+	printf -- '-fsdev local,id=%s,path=%s,security_model=none,multidevs=remap%s -device virtio-9p-pci,fsdev=%s,mount_tag=%s ' \
+		"$1" "$2" "${3:+,$3}" "$1" "$1"
+}
+[[ $work != *,* && $state != *,* ]] || die "--work: QEMU cannot share a path with a comma ('$work')"
+t0=$(date +%s.%N)
+# shellcheck disable=SC2046 # fsdev prints whole words
+setsid qemu-system-x86_64 -accel tcg,thread=multi -cpu EPYC,+svm,+npt -smp "$cpus" -m "$mem" \
+	-nodefaults -no-reboot -display none -monitor none -serial "file:$console" \
+	-kernel "$img/vmlinuz" -initrd "$state/host.cpio.gz" \
+	-append "console=ttyS0 quiet panic=-1" \
+	$(fsdev root / readonly=on) $(fsdev work "$work") $(fsdev io "$state/io") \
+	</dev/null >"$state/qemu.log" 2>&1 &
+qpid=$!
+tail -n +1 -F --pid="$qpid" "$state/io/stdout" 2>/dev/null &
+tails+=($!)
+tail -n +1 -F --pid="$qpid" "$state/io/stderr" >&2 2>/dev/null &
+tails+=($!)
+
+panic_re='Kernel panic|BUG: |Oops|general protection fault|Attempted to kill init'
+report() { # STATUS REASON: say why, show the console tail, exit STATUS
+	say "$2 ($(printf '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)") s after QEMU started); console tail:"
+	grep -v '^\s*$' "$console" | tail -n 20 | sed 's/^/  | /' >&2
+	grep -v 'TCG doesn.t support\|^\s*$' "$state/qemu.log" | tail -n 5 | sed 's/^/  qemu: /' >&2 || true
+	exit "$1"
+}
+start=$(date +%s)
+ready=0
+while :; do
+	now=$(date +%s)
+	if [ $ready = 0 ] && grep -q '^SKIFF-TEST-HOST ready' "$console"; then ready=1; fi
+	if grep -q '^SKIFF-TEST-HOST rc=' "$console"; then break; fi
+	if grep -q '^SKIFF-TEST-HOST error=' "$console"; then
+		report 125 "the emulated host could not be set up: $(sed -n 's/^SKIFF-TEST-HOST error=//p' "$console" | head -n1)"
+	fi
+	if grep -qE "$panic_re" "$console"; then
+		sleep 1 # the rest of the oops
+		report 123 "the emulated host failed: $(grep -m1 -E "$panic_re" "$console")"
+	fi
+	if ! kill -0 "$qpid" 2>/dev/null; then
+		# It may have printed the status and powered off since the check above.
+		grep -q '^SKIFF-TEST-HOST rc=' "$console" && break
+		report 123 "QEMU ended without the command's exit status"
+	fi
+	if [ $ready = 0 ] && [ $((now - start)) -ge "$boot_s" ]; then
+		report 125 "the emulated host was not ready within $boot_s s"
+	fi
+	[ $((now - start)) -lt "$timeout_s" ] || report 124 "timed out after $timeout_s s"
+	sleep 0.2
+done
+rc=$(sed -n 's/^SKIFF-TEST-HOST rc=\([0-9]*\).*/\1/p' "$console" | head -n1)
+# The host powers off right after the marker; give it 10 s, then kill it.
+for _ in $(seq 50); do
+	kill -0 "$qpid" 2>/dev/null || break
+	sleep 0.2
+done
+kill -KILL -- "-$qpid" 2>/dev/null || true
+wait "$qpid" 2>/dev/null || true
+qpid=''
+for p in "${tails[@]}"; do wait "$p" 2>/dev/null || true; done
+tails=()
+exit "${rc:-125}"
