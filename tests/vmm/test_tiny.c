@@ -76,12 +76,24 @@ START_TEST(triple_fault)
 }
 END_TEST
 
-/* An MMIO access KVM cannot emulate stops the VM, naming RIP and the bytes. */
+/*
+ * An MMIO access KVM cannot emulate stops the VM, naming RIP and the bytes.
+ * That exit only reaches user space for CPL0 code on hardware KVM: for a
+ * CPL3 guest (our tiny guests) KVM injects #UD instead
+ * (handle_emulation_failure() in Linux arch/x86/kvm/x86.c), and the tiny
+ * guest, which has no IDT, triple-faults. Nested PVM reports the failure for
+ * CPL3 code too. Each kind of KVM gets its own right answer.
+ */
 START_TEST(emulation_failure_names_rip_and_bytes)
 {
 	struct skiff_exit ex;
 
 	ck_assert_int_eq(run_tiny("guest_exit", "emufail=1 code=1", MEM, 60000, &ex, NULL), 0);
+	if (access("/sys/module/kvm_pvm", F_OK) != 0) {
+		ck_assert_msg(ex.reason == SKIFF_EXIT_TRIPLE_FAULT, "%s: %s",
+			      skiff_exit_reason_name(ex.reason), ex.message);
+		return;
+	}
 	ck_assert_msg(ex.reason == SKIFF_EXIT_GUEST_ERROR, "%s: %s",
 		      skiff_exit_reason_name(ex.reason), ex.message);
 	ck_assert_int_eq(skiff_exit_status(&ex), SKIFF_STATUS_GUEST_ERROR);
