@@ -183,7 +183,7 @@ START_TEST(bzimage_refused)
 	/* command line longer than cmdline_size */
 	memset(longcmd, 'x', sizeof(longcmd) - 1);
 	longcmd[sizeof(longcmd) - 1] = 0;
-	ck_assert_int_eq(x86_linux_load(&mem, img, BZ_LEN, NULL, 0, longcmd, &b), -E2BIG);
+	ck_assert_int_eq(x86_linux_load(&mem, img, BZ_LEN, NULL, 0, longcmd, &b), -ENAMETOOLONG);
 	/* initrd larger than the RAM left above the kernel */
 	ck_assert_int_eq(
 		x86_linux_load(&mem, img, BZ_LEN, (const uint8_t *)img, RAM - 0x200000, "", &b),
@@ -351,7 +351,7 @@ START_TEST(tiny_refused)
 	img = make_elf(segs, 1, 0x400000, &len);
 	memset(cmd, 'a', sizeof(cmd) - 1);
 	cmd[sizeof(cmd) - 1] = 0;
-	ck_assert_int_eq(x86_tiny_load(&mem, img, len, cmd, &b), -E2BIG);
+	ck_assert_int_eq(x86_tiny_load(&mem, img, len, cmd, &b), -ENAMETOOLONG);
 	free(img);
 }
 END_TEST

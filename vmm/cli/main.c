@@ -470,12 +470,24 @@ static int run_vm(const struct run_opts *o)
 	err = skiff_vm_start(vm);
 	if (err) {
 		skiff_vm_wait(vm, -1, &ex);
-		if (err == -E2BIG)
+		if (err == -ENAMETOOLONG)
 			fprintf(stderr,
-				"skiff: cannot start the VM: the kernel, initrd or command line does "
-				"not fit (%s); give the guest more memory with --mem or shorten "
-				"--cmdline\n",
+				"skiff: bad --cmdline: %zu bytes, longer than the kernel takes with "
+				"what skiff appends (%s); the x86-64 boot protocol allows at most "
+				"2047 bytes in all (the kernel's cmdline_size may be less), a tiny "
+				"guest 4095: shorten it\n",
+				o->cmdline ? strlen(o->cmdline) : 0, ex.message);
+		else if (err == -E2BIG)
+			fprintf(stderr,
+				"skiff: cannot start the VM: the kernel and initrd do not fit in "
+				"guest memory (%s); give the guest more memory with --mem\n",
 				ex.message);
+		else if (err == -ENOEXEC && o->tiny)
+			fprintf(stderr,
+				"skiff: cannot start the VM: '%s' is no tiny guest image (%s): a tiny "
+				"guest is a static, non-PIE x86-64 ELF linked at 1 MiB or above; build "
+				"it with tests/guests/ (gcc -ffreestanding -nostdlib -static -no-pie)\n",
+				o->kernel, ex.message);
 		else if (err == -ENOEXEC)
 			fprintf(stderr,
 				"skiff: cannot start the VM: the kernel image is malformed (%s); "
@@ -493,8 +505,8 @@ static int run_vm(const struct run_opts *o)
 				ex.message);
 		else
 			fprintf(stderr, "skiff: cannot start the VM: %s\n", ex.message);
-		status = (err == -E2BIG || err == -ENOEXEC || err == -EADDRINUSE ||
-			  err == -ENOTSOCK) ?
+		status = (err == -E2BIG || err == -ENAMETOOLONG || err == -ENOEXEC ||
+			  err == -EADDRINUSE || err == -ENOTSOCK) ?
 				 SKIFF_STATUS_USAGE :
 				 SKIFF_STATUS_VMM_ERROR;
 		goto out;

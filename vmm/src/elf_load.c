@@ -53,8 +53,9 @@ int elf_load(const struct guest_mem *mem, const uint8_t *buf, size_t len, uint16
 		if (ph.p_filesz > ph.p_memsz || ph.p_offset > len ||
 		    ph.p_filesz > len - ph.p_offset)
 			return -ENOEXEC;
+		/* Linked at 0 or low: a PIE or shared object is no guest image. */
 		if (ph.p_paddr < min_gpa)
-			return -E2BIG;
+			return eh.e_type == ET_DYN ? -ENOEXEC : -E2BIG;
 		dst = guest_mem_ptr(mem, ph.p_paddr, ph.p_memsz);
 		if (!dst)
 			return -E2BIG;

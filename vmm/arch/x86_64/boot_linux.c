@@ -133,7 +133,7 @@ int x86_linux_load(const struct guest_mem *mem, const uint8_t *img, size_t len,
 	if (cmd_max > X86_CMDLINE_MAX - 1)
 		cmd_max = X86_CMDLINE_MAX - 1;
 	if (cmd_len > cmd_max)
-		return -E2BIG;
+		return -ENAMETOOLONG;
 	err = guest_mem_write(mem, X86_CMDLINE_GPA, cmdline, cmd_len + 1);
 	if (err)
 		return err;

@@ -16,7 +16,7 @@ int x86_tiny_load(const struct guest_mem *mem, const uint8_t *img, size_t len, c
 	int err;
 
 	if (cmd_len >= SKIFF_TINY_CMDLINE_MAX)
-		return -E2BIG;
+		return -ENAMETOOLONG;
 	err = elf_load(mem, img, len, EM_X86_64, SKIFF_TINY_LOAD_MIN, &ei);
 	if (err)
 		return err;
