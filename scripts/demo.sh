@@ -36,7 +36,10 @@ die() {
 }
 
 bash scripts/machine-info.sh
-[[ $mib =~ ^[1-9][0-9]{0,4}$ ]] || die "SKIFF_DEMO_MIB='$mib': want a whole number of MiB, 1 to 99999"
+[[ $mib =~ ^[1-9][0-9]{0,3}$ ]] && [ "$mib" -le 4096 ] ||
+	die "SKIFF_DEMO_MIB='$mib': want a whole number of MiB, 1 to 4096 (the transfer must finish within ${timeout_s} s)"
+[ -z "${SKIFF_DEMO_KERNEL:-}" ] || [ -r "$SKIFF_DEMO_KERNEL" ] ||
+	die "SKIFF_DEMO_KERNEL='$SKIFF_DEMO_KERNEL' is not a readable file"
 case $variant in baseline | patched) ;; *) die "SKIFF_DEMO_VARIANT='$variant': want baseline or patched" ;; esac
 kvm=$(bash scripts/machine-info.sh --kvm)
 vmm=${SKIFF_DEMO_VMM:-}
@@ -64,10 +67,12 @@ if [ "$prepared" = 1 ]; then
 	say "virtualization here is emulated (QEMU TCG with AMD SVM, scripts/test-host.sh): the speeds below are the emulator's, not this machine's"
 else
 	say "set-up (scripts/setup.sh)"
-	bash scripts/setup.sh >/tmp/skiff-demo-setup.log 2>&1 || {
-		tail -n 20 /tmp/skiff-demo-setup.log >&2
-		die "set-up failed (log /tmp/skiff-demo-setup.log)"
+	setup_log=$(mktemp /tmp/skiff-demo-setup.XXXXXX.log)
+	bash scripts/setup.sh >"$setup_log" 2>&1 || {
+		tail -n 20 "$setup_log" >&2
+		die "set-up failed (log $setup_log)"
 	}
+	rm -f "$setup_log"
 	say "building skiff (build/)"
 	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build build -j"$(nproc)" >/dev/null
@@ -234,7 +239,7 @@ if [ $host_send_ok = 1 ] && [ $guest_recv_ok = 1 ]; then
 	say "host to guest: ${mib} MiB checked, $(rate "$work/host-send.log" connect) (host sender's clock)"
 fi
 if [ -z "$reason" ] && [ "$guest_rc" = 0 ] && [ $host_recv_ok = 1 ] && [ $host_send_ok = 1 ]; then
-	say "moved ${mib} MiB each way in $(printf '%.2f' "$(echo "$t1 - $t0" | bc)") s (wall, including guest shutdown)"
+	say "moved ${mib} MiB each way in $(printf '%.2f' "$(echo "$t1 - $t0" | bc)") s (wall, from the guest's start to its shutdown)"
 	say "OK: every byte checked on both sides"
 	rm -rf "$work"
 	exit 0
