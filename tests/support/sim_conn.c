@@ -377,8 +377,8 @@ int sim_connect(struct sim_drv *drv, uint32_t port, uint16_t type, int timeout_m
 	return sim_connect_cid(drv, VSOCK_CID_HOST, port, type, timeout_ms, out);
 }
 
-int sim_connect_cid(struct sim_drv *drv, uint64_t cid, uint32_t port, uint16_t type,
-		    int timeout_ms, struct sim_conn **out)
+int sim_connect_cid(struct sim_drv *drv, uint64_t cid, uint32_t port, uint16_t type, int timeout_ms,
+		    struct sim_conn **out)
 {
 	struct timespec dl;
 	struct sim_conn *c;

@@ -294,8 +294,8 @@ int sim_connect(struct sim_drv *drv, uint32_t port, uint16_t type, int timeout_m
  * sim_connect_cid() - sim_connect() to port @port of CID @cid (another
  * guest through the device's routing; set peer_guests to get its answers).
  */
-int sim_connect_cid(struct sim_drv *drv, uint64_t cid, uint32_t port, uint16_t type,
-		    int timeout_ms, struct sim_conn **out);
+int sim_connect_cid(struct sim_drv *drv, uint64_t cid, uint32_t port, uint16_t type, int timeout_ms,
+		    struct sim_conn **out);
 
 /* sim_listen() - accept REQUESTs to guest port @port (from the host, or any CID with peer_guests). */
 int sim_listen(struct sim_drv *drv, uint32_t port, uint16_t type, unsigned int backlog,
