@@ -35,6 +35,7 @@ done </modules/order
 p9='trans=virtio,version=9p2000.L,msize=262144'
 mount -t 9p -o "$p9,cache=mmap" io /io || fail "mount-io"
 work=$(sed -n 's/^work=//p' /io/config)
+repo=$(sed -n 's/^repo=//p' /io/config)
 mount -t 9p -o "$p9,cache=loose,ro" root /newroot || fail "mount-root"
 r=/newroot
 mount -t proc proc $r/proc || fail "mount-proc"
@@ -48,6 +49,12 @@ chmod 1777 $r/tmp $r/dev/shm
 mount -t tmpfs tmpfs $r/run || fail "mount-run"
 mkdir -p $r/run/test-host
 mount --bind /io $r/run/test-host || fail "mount-io-bind"
+# The source tree again at its own path (read-only), then the work directory: either may
+# lie under /tmp or /run, which the tmpfs mounts above hide (a clone in /tmp, say).
+if [ -n "$repo" ]; then
+	mkdir -p "$r$repo" 2>/dev/null
+	mount -t 9p -o "$p9,cache=loose,ro" repo "$r$repo" || fail "mount-repo"
+fi
 if [ -n "$work" ]; then
 	mkdir -p "$r$work" 2>/dev/null
 	mount -t 9p -o "$p9,cache=mmap" work "$r$work" || fail "mount-work"

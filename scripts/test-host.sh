@@ -21,7 +21,8 @@
 #
 # How the emulated host sees the machine (same paths, binaries, libraries, Python, kernels
 # and test programs as outside, nothing copied): the machine's root over virtio-9p,
-# read-only; the work directory over virtio-9p at its own path, writable (result files are
+# read-only; this source tree again at its own path, read-only, and the work directory at its
+# own path, writable (result files are
 # written straight to it); fresh /proc, /sys, /dev (with /dev/kvm), /dev/pts, and tmpfs on
 # /tmp, /dev/shm and /run. Unix sockets cannot live on 9p: TMPDIR is /tmp (tmpfs), so a
 # command that puts its sockets under $TMPDIR works. The environment is passed through
@@ -109,7 +110,7 @@ q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 	for a in "$@"; do printf ' %s' "$(q "$a")"; done
 	echo
 } >"$state/io/cmd"
-printf 'work=%s\n' "$work" >"$state/io/config"
+printf 'work=%s\nrepo=%s\n' "$work" "$repo" >"$state/io/config"
 : >"$state/io/stdout"
 : >"$state/io/stderr"
 printf 'slink /bin/sh busybox 777 0 0\nfile /init %s 755 0 0\n' "$repo/scripts/test-host-init.sh" >"$state/init.spec"
@@ -122,14 +123,16 @@ fsdev() { # TAG PATH [OPTIONS]: a virtio-9p share
 	printf -- '-fsdev local,id=%s,path=%s,security_model=none,multidevs=remap%s -device virtio-9p-pci,fsdev=%s,mount_tag=%s ' \
 		"$1" "$2" "${3:+,$3}" "$1" "$1"
 }
-[[ $work != *,* && $state != *,* ]] || die "--work: QEMU cannot share a path with a comma ('$work')"
+[[ $work != *,* && $state != *,* && $repo != *,* ]] ||
+	die "QEMU cannot share a path with a comma (--work '$work', the tree '$repo')"
 t0=$(date +%s.%N)
 # shellcheck disable=SC2046 # fsdev prints whole words
 setsid qemu-system-x86_64 -accel tcg,thread=multi -cpu EPYC,+svm,+npt -smp "$cpus" -m "$mem" \
 	-nodefaults -no-reboot -display none -monitor none -serial "file:$console" \
 	-kernel "$img/vmlinuz" -initrd "$state/host.cpio.gz" \
 	-append "console=ttyS0 quiet panic=-1" \
-	$(fsdev root / readonly=on) $(fsdev work "$work") $(fsdev io "$state/io") \
+	$(fsdev root / readonly=on) $(fsdev repo "$repo" readonly=on) $(fsdev work "$work") \
+	$(fsdev io "$state/io") \
 	</dev/null >"$state/qemu.log" 2>&1 &
 qpid=$!
 tail -n +1 -F --pid="$qpid" "$state/io/stdout" 2>/dev/null &
