@@ -63,7 +63,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ret = x86_tiny_load(&g_mem, img, img_len, cmd, &boot);
 	else
 		ret = x86_linux_load(&g_mem, img, img_len, initrd, initrd_len, cmd, &boot);
-	FZ_CHECK(ret == 0 || ret == -ENOEXEC || ret == -E2BIG || ret == -EFAULT);
+	FZ_CHECK(ret == 0 || ret == -ENOEXEC || ret == -E2BIG || ret == -ENAMETOOLONG ||
+		 ret == -EFAULT);
 	if (!ret) {
 		FZ_CHECK(boot.entry < RAM_SIZE);
 		if (mode & 1)
