@@ -167,8 +167,9 @@ int skiff_vm_set_initrd(struct skiff_vm *vm, const char *path);
 /*
  * skiff_vm_set_cmdline() - kernel command line (copied). For Linux, skiff
  * appends "virtio_mmio.device=4K@0xd0000000:5" when a vsock device is
- * configured. Return: 0; -E2BIG beyond 2047 bytes (Linux) or 4095 (tiny,
- * checked at start); -ENOMEM; -EBUSY.
+ * configured. Return: 0; -E2BIG beyond 4095 bytes; -ENOMEM; -EBUSY. The
+ * kernel's own limit (at most 2047 bytes for Linux, with what skiff
+ * appends) is checked by skiff_vm_start(): -ENAMETOOLONG.
  */
 int skiff_vm_set_cmdline(struct skiff_vm *vm, const char *cmdline);
 
@@ -223,7 +224,8 @@ int skiff_vm_set_seccomp(struct skiff_vm *vm, enum skiff_seccomp_mode mode);
  * start the vCPU threads. On failure nothing is left running and the
  * handle can only be destroyed.
  * Return: 0; -EINVAL when no kernel was set; -ENOEXEC for a bad image;
- * -E2BIG when the image, initrd or command line does not fit; -EALREADY;
+ * -E2BIG when the image or initrd does not fit in guest memory;
+ * -ENAMETOOLONG when the command line is longer than the kernel takes; -EALREADY;
  * -EBUSY when another VM of this process runs seccomp in another mode;
  * -ENOTSUP when the kernel lacks SECCOMP_RET_LOG (mode LOG);
  * other -errno from KVM ioctls, mmap, open, pthread_create, the device,

@@ -25,7 +25,8 @@ int elf_probe(const uint8_t *buf, size_t len, uint16_t machine);
  * p_memsz beyond p_filesz) and report entry and extent. Every segment must
  * lie inside the file and inside [min_gpa, RAM end).
  * Return: 0; -ENOEXEC for a malformed file (bad header, segment outside the
- * file, filesz > memsz, no PT_LOAD); -E2BIG when a segment is outside RAM.
+ * file, filesz > memsz, no PT_LOAD, an ET_DYN segment below min_gpa);
+ * -E2BIG when a segment is outside RAM.
  */
 int elf_load(const struct guest_mem *mem, const uint8_t *buf, size_t len, uint16_t machine,
 	     uint64_t min_gpa, struct elf_image *out);

@@ -59,7 +59,8 @@ int x86_linux_probe(const uint8_t *img, size_t len);
  * kernel, initrd (top of RAM below initrd_addr_max), command line, zero
  * page with e820, page tables and GDT; @boot gets the 64-bit entry point and
  * rsi = zero page. Return: 0; -ENOEXEC for a bad image; -E2BIG when
- * something does not fit RAM or the command line is too long.
+ * something does not fit RAM; -ENAMETOOLONG when the command line is longer
+ * than the kernel's cmdline_size (at most 2047 bytes).
  */
 int x86_linux_load(const struct guest_mem *mem, const uint8_t *img, size_t len,
 		   const uint8_t *initrd, size_t initrd_len, const char *cmdline,
@@ -68,7 +69,8 @@ int x86_linux_load(const struct guest_mem *mem, const uint8_t *img, size_t len,
 /*
  * x86_tiny_load() - a tiny CPL3 guest (skiff/tiny_guest_abi.h): ELF,
  * command line, user page tables, GDT; @boot gets entry, rdi, rsi, rsp.
- * Return: 0; -ENOEXEC; -E2BIG.
+ * Return: 0; -ENOEXEC (also a PIE linked low); -E2BIG when it does not fit RAM;
+ * -ENAMETOOLONG for a command line of SKIFF_TINY_CMDLINE_MAX bytes or more.
  */
 int x86_tiny_load(const struct guest_mem *mem, const uint8_t *img, size_t len, const char *cmdline,
 		  struct boot_info *boot);
