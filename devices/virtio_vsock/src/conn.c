@@ -133,13 +133,13 @@ void conn_maybe_credit(struct conn *c)
 	if (view_free < low) {
 		/*
 		 * On the control thread, with nothing else owed (so the
-		 * RESPONSE went out before) and nothing of the pump's still to
-		 * be published (it could carry an older fwd_cnt and overtake
-		 * this one), the update goes on the RX queue at once: the
+		 * RESPONSE went out before), the update goes on the RX queue
+		 * at once (the pump publishes our packets before it lets go
+		 * of c->lock, so none older can overtake it): the
 		 * guest is waiting for it, and the pump hop costs two
 		 * wake-ups per credit window. Else the pump sends it.
 		 */
-		if (!c->pending && ctl_is_current(c->dev) && pump_published(c->pump)) {
+		if (!c->pending && ctl_is_current(c->dev)) {
 			struct virtio_vsock_hdr h;
 			uint32_t told = c->g2h_fwd_told;
 

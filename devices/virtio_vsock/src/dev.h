@@ -76,7 +76,7 @@ struct pump {
 	struct rx_slot cache[RX_BATCH]; /* a ring: cache_n slots from cache_first */
 	unsigned int cache_first, cache_n;
 	struct vring_used_elem done[RX_BATCH * 2];
-	unsigned int done_n; /* written atomically: pump_published() reads it */
+	unsigned int done_n;
 	bool unsignalled; /* entries published, the interrupt check not made yet */
 	struct conn *zombies; /* retired, reference dropped at the next loop top */
 };
@@ -286,19 +286,6 @@ int pump_watch(struct conn *c);
  * backlog would never be written, the caller resets @c.
  */
 int pump_set_out(struct conn *c, bool on);
-/*
- * pump_published() - whether every packet pump @p has put in an RX chain is
- * in the used ring (its done list is empty). Under a conn->lock: then no
- * packet of that connection filled earlier, with an older fwd_cnt, can reach
- * the guest after one published now; a guest takes the fwd_cnt of the last
- * packet it sees (Linux: virtio_transport_recv_pkt() overwrites
- * peer_fwd_cnt), so a CREDIT_UPDATE overtaken by an older one is lost and
- * a guest waiting for credit waits forever.
- */
-static inline bool pump_published(struct pump *p)
-{
-	return !__atomic_load_n(&p->done_n, __ATOMIC_ACQUIRE);
-}
 /* pump_rx_kicked() - the guest added RX buffers: wake starved pumps. */
 void pump_rx_kicked(struct vsock_dev *dev);
 /*

@@ -444,7 +444,7 @@ static void dev_clear(struct vsock_dev *dev)
 		p->work_head = p->work_tail = p->blocked = NULL;
 		p->starved = false;
 		p->cache_n = p->cache_first = 0;
-		__atomic_store_n(&p->done_n, 0, __ATOMIC_RELAXED); /* see pump_published() */
+		p->done_n = 0;
 		p->unsignalled = false;
 	}
 	ctl_drop_pending(dev);

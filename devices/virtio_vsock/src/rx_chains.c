@@ -121,7 +121,7 @@ void done_publish(struct pump *p)
 	pthread_mutex_lock(&dev->rxq_lock);
 	vq_push_batch(&dev->rxq, p->done, p->done_n);
 	pthread_mutex_unlock(&dev->rxq_lock);
-	__atomic_store_n(&p->done_n, 0, __ATOMIC_RELEASE); /* see pump_published() */
+	p->done_n = 0;
 	p->unsignalled = true;
 }
 
@@ -150,7 +150,7 @@ void done_add(struct pump *p, uint16_t head, uint32_t len)
 {
 	p->done[p->done_n].id = head;
 	p->done[p->done_n].len = len;
-	__atomic_store_n(&p->done_n, p->done_n + 1, __ATOMIC_RELAXED);
+	p->done_n++;
 }
 
 static int cmp_pos(const void *a, const void *b)
