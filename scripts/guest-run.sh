@@ -5,7 +5,7 @@
 # build-initramfs.sh), stream its console to stdout, and exit with the status the guest's
 # /init reported (SKIFF-RESULT rc=N).
 #
-# Usage: guest-run.sh uml|qemu [options] [-- extra...]
+# Usage: guest-run.sh uml|qemu|skiff [options] [-- extra...]
 #   --kernel FILE     default: build-kernels.sh --print-path VARIANT (um|x86_64)
 #   --variant V       baseline (default) or patched
 #   --initrd FILE     required
@@ -14,14 +14,19 @@
 #   --vsock SOCK      attach a vhost-user vsock device served on the Unix socket SOCK:
 #                     uml: virtio_uml.device=SOCK:19
 #                     qemu: -chardev socket,path=SOCK -device vhost-user-vsock-device
+#                     skiff: SOCK is skiff run's --vsock value, the in-process device
+#                     (cid=N,uds=PATH[,mrg-rxbuf=on|off][,rx-threads=N])
+#   --skiff BIN       skiff: the skiff binary (default $SKIFF_BIN, else build/vmm/skiff)
 #   --mem MIB         guest RAM (default 256)
-#   --smp N           qemu: N vCPUs, 1..4 (default 1; multi-threaded TCG, a host thread each)
+#   --smp N           qemu, skiff: N vCPUs, 1..4 (default 1; QEMU: multi-threaded TCG, a
+#                     host thread each)
 #   --timeout S       kill the guest after S seconds (default 120); exit 124
 #   --grace S         after a fatal line on the console (below), give the guest S more
 #                     seconds to print the rest (its backtrace) or end, then kill it
 #                     (default 2)
 #   --log FILE        also write the console to FILE
-#   -- extra...       uml: more kernel command line words; qemu: more QEMU arguments
+#   -- extra...       uml: more kernel command line words; qemu: more QEMU arguments;
+#                     skiff: more `skiff run` options (e.g. --seccomp log)
 # Exit status: the guest's rc; 123 the guest died: a fatal line on its console (a kernel
 # panic, "Attempted to kill init", an Oops or other die() line, "kernel BUG at"), or the
 # guest's process was killed by a signal (UML aborts after a panic: SIGABRT); 124 timeout;
@@ -52,6 +57,13 @@
 # turn a reboot or a panic into an exit; no_timer_check: under TCG on a loaded host the
 # IO-APIC timer check can fail and panic the boot. Multi-threaded TCG: a host thread per
 # vCPU, named "CPU N/TCG" (debug-threads), so benchmarks can read each one's CPU time.
+# skiff notes: `skiff run` on this machine's /dev/kvm, which must be hardware virtualization
+# for Linux to reach user space (scripts/test-host.sh runs a command where it is); seccomp
+# in its default kill mode; the environment passes through (SKIFF_STATS=FILE: the device
+# counters at exit). The guest leaves by `poweroff -f` (skiff.halt=poweroff: ACPI, skiff
+# exits 0). A guest reboot ends skiff with status 65: it is started again with the same
+# arguments, a new process with a new device (host connections of the old one end), so a
+# reboot test sees two boots in one run, as with UML; at most 4 boots in all.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -67,9 +79,10 @@ usage() {
 [ $# -ge 1 ] || usage
 kind=$1
 shift
-case $kind in uml | qemu) ;; *) usage ;; esac
+case $kind in uml | qemu | skiff) ;; *) usage ;; esac
 
 kernel='' variant=baseline initrd='' run='' append='' vsock='' mem=256 timeout=120 log='' smp=1 grace=2
+skiff=${SKIFF_BIN:-$repo/build/vmm/skiff}
 extra=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -79,6 +92,7 @@ while [ $# -gt 0 ]; do
 	--run) run=${2-} && shift ;;
 	--append) append=${2-} && shift ;;
 	--vsock) vsock=${2:-} && shift ;;
+	--skiff) skiff=${2:-} && shift ;;
 	--mem) mem=${2:-} && shift ;;
 	--smp) smp=${2:-} && shift ;;
 	--timeout) timeout=${2:-} && shift ;;
@@ -95,7 +109,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$initrd" ] && [ -r "$initrd" ] || die "--initrd FILE is required and must be readable"
 [[ $mem =~ ^[0-9]+$ ]] && [[ $timeout =~ ^[0-9]+$ ]] && [[ $grace =~ ^[0-9]+$ ]] && [[ $smp =~ ^[1-4]$ ]] || usage
-[ "$smp" = 1 ] || [ "$kind" = qemu ] || die "--smp $smp: user-mode Linux is uniprocessor"
+[ "$smp" = 1 ] || [ "$kind" != uml ] || die "--smp $smp: user-mode Linux is uniprocessor"
 if [ -z "$kernel" ]; then
 	arch=x86_64
 	[ $kind = uml ] && arch=um
@@ -130,6 +144,17 @@ qemu)
 	[ -n "$vsock" ] && cmd+=(-chardev "socket,id=skiffvsock,path=$vsock"
 		-device vhost-user-vsock-device,chardev=skiffvsock)
 	cmd+=("${extra[@]}")
+	;;
+skiff)
+	[ -x "$skiff" ] || die "skiff binary $skiff is not executable (--skiff BIN or SKIFF_BIN)"
+	run_skiff=("$skiff" run --kernel "$kernel" --initrd "$initrd" --mem "${mem}M" --cpus "$smp"
+		--console stdio --cmdline "console=ttyS0 reboot=k panic=-1 skiff.halt=poweroff $cmdline")
+	[ -n "$vsock" ] && run_skiff+=(--vsock "$vsock")
+	run_skiff+=("${extra[@]}")
+	# Status 65: the guest rebooted; boot it again (a new process), at most 4 boots.
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	cmd=(bash -c 'for b in 1 2 3 4; do "$@"; st=$?; [ $st = 65 ] && [ $b -lt 4 ] || exit $st; done' skiff-boots
+		"${run_skiff[@]}")
 	;;
 esac
 
