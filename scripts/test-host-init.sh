@@ -10,6 +10,10 @@
 # /sys, /dev (devtmpfs: /dev/kvm), /dev/pts, tmpfs /tmp, /dev/shm and /run. Then it runs
 # /run/test-host/cmd (written by test-host.sh: cd, environment, the command) chrooted there,
 # stdout and stderr to /run/test-host/stdout and stderr, and powers off.
+# Every 5 s a watcher writes /run/test-host/ps (replaced whole): the host's uptime and
+# load, then every process with its state, kernel wait channel and command line;
+# test-host.sh takes a stale file for a host that stopped (its timers or CPUs stuck) and
+# shows the last one when a command hangs.
 # Console markers (ttyS0, each on a line of its own):
 #   SKIFF-TEST-HOST ready           modules loaded, /dev/kvm present, filesystems mounted
 #   SKIFF-TEST-HOST rc=N            the command's exit status
@@ -60,6 +64,26 @@ if [ -n "$work" ]; then
 	mount -t 9p -o "$p9,cache=mmap" work "$r$work" || fail "mount-work"
 fi
 
+snapshot() {
+	echo "uptime $(cut -d' ' -f1 /proc/uptime) s, load $(cut -d' ' -f1-4 /proc/loadavg)"
+	echo "   pid    tid S wchan                  command"
+	for p in /proc/[0-9]*; do
+		cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null | cut -c1-120)
+		for t in "$p"/task/[0-9]*; do
+			s=$(cat "$t/stat" 2>/dev/null) || continue
+			st=${s##*) } && st=${st%% *}
+			comm=${s#*(} && comm=${comm%)*}
+			# Kernel threads only when in uninterruptible sleep.
+			[ -n "$cmd" ] || [ "$st" = D ] || continue
+			printf '%6s %6s %s %-22s %s\n' "${p#/proc/}" "${t##*/}" "$st" \
+				"$(cat "$t/wchan" 2>/dev/null)" "${cmd:-[$comm]} ($comm)"
+		done
+	done
+}
+while :; do
+	snapshot >/io/ps.new 2>/dev/null && mv /io/ps.new /io/ps
+	sleep 5
+done &
 echo "SKIFF-TEST-HOST ready"
 chroot $r /bin/sh /run/test-host/cmd </dev/null >/io/stdout 2>/io/stderr
 rc=$?

@@ -15,6 +15,7 @@
 #   --boot-timeout S   the emulated host must be ready within S seconds (default 60)
 #   --mem MIB          the emulated host's memory (default 2048)
 #   --cpus N           its vCPUs (default 2)
+#   --stall-timeout S  see exit status 123 (default 60)
 #   --console FILE     keep its console log there (default: shown only on failure)
 #   --emulated | --direct   force one way ($SKIFF_TEST_HOST=emulated|direct too); --direct
 #                      where the KVM is not hardware runs the command anyway
@@ -30,14 +31,18 @@
 # status is this script's. The boot is scripts/test-host-init.sh (console markers there).
 #
 # Exit status: the command's, or
-#   123  the emulated host died or panicked (reported within seconds, console tail shown)
-#   124  timed out (nothing is left running: QEMU's process group is killed)
+#   123  the emulated host died, panicked, or stopped: no process snapshot from it for
+#        --stall-timeout seconds (default 60; it writes one every 5 s). Reported within
+#        seconds with the console tail, the last snapshot and each vCPU's instruction
+#        pointer (QEMU's monitor)
+#   124  timed out (nothing is left running: QEMU's process group is killed); the emulated
+#        host's last process snapshot (state and kernel wait channel of every task) is shown
 #   125  the emulated host could not be set up (reason and console tail shown)
 #   2    bad usage or a missing prerequisite (named, with the command that installs it)
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-work=$PWD timeout_s=600 boot_s=60 mem=2048 cpus=2 console='' mode=${SKIFF_TEST_HOST:-auto}
+work=$PWD timeout_s=600 boot_s=60 stall_s=60 mem=2048 cpus=2 console='' mode=${SKIFF_TEST_HOST:-auto}
 
 say() { printf 'test-host.sh: %s\n' "$*" >&2; }
 die() {
@@ -45,7 +50,7 @@ die() {
 	exit 2
 }
 usage() {
-	sed -n '11,22p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '11,23p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 while [ $# -gt 0 ]; do
@@ -55,6 +60,7 @@ while [ $# -gt 0 ]; do
 	--boot-timeout) boot_s=${2:?} && shift ;;
 	--mem) mem=${2:?} && shift ;;
 	--cpus) cpus=${2:?} && shift ;;
+	--stall-timeout) stall_s=${2:?} && shift ;;
 	--console) console=${2:?} && shift ;;
 	--emulated) mode=emulated ;;
 	--direct) mode=direct ;;
@@ -65,7 +71,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ $# -gt 0 ] || usage
-for n in "$timeout_s" "$boot_s" "$mem" "$cpus"; do
+for n in "$timeout_s" "$boot_s" "$stall_s" "$mem" "$cpus"; do
 	[[ $n =~ ^[1-9][0-9]{0,5}$ ]] || die "'$n' is not a whole positive number"
 done
 work=$(cd "$work" && pwd) || die "--work: no directory '$work'"
@@ -128,7 +134,8 @@ fsdev() { # TAG PATH [OPTIONS]: a virtio-9p share
 t0=$(date +%s.%N)
 # shellcheck disable=SC2046 # fsdev prints whole words
 setsid qemu-system-x86_64 -accel tcg,thread=multi -cpu EPYC,+svm,+npt -smp "$cpus" -m "$mem" \
-	-nodefaults -no-reboot -display none -monitor none -serial "file:$console" \
+	-nodefaults -no-reboot -display none -monitor "unix:$state/monitor,server=on,wait=off" \
+	-serial "file:$console" \
 	-kernel "$img/vmlinuz" -initrd "$state/host.cpio.gz" \
 	-append "console=ttyS0 quiet panic=-1" \
 	$(fsdev root / readonly=on) $(fsdev repo "$repo" readonly=on) $(fsdev work "$work") \
@@ -141,10 +148,38 @@ tail -n +1 -F --pid="$qpid" "$state/io/stderr" >&2 2>/dev/null &
 tails+=($!)
 
 panic_re='Kernel panic|BUG: |Oops|general protection fault|Attempted to kill init'
+vcpus() { # each vCPU's instruction pointer and mode, from QEMU's human monitor
+	python3 - "$state/monitor" <<-'PY' 2>/dev/null || true
+		import re, socket, sys, time
+		s = socket.socket(socket.AF_UNIX)
+		s.settimeout(3)
+		s.connect(sys.argv[1])
+		s.sendall(b"info registers -a\n")
+		out, end = b"", time.monotonic() + 3
+		while time.monotonic() < end:
+		    try:
+		        b = s.recv(65536)
+		    except socket.timeout:
+		        break
+		    if not b:
+		        break
+		    out += b
+		for cpu, rip, cpl, hlt in re.findall(r"CPU#(\d+).*?RIP=(\w+).*?CPL=(\d).*?HLT=(\d)", out.decode(errors="replace"), re.S):
+		    print(f"  vCPU {cpu}: RIP={rip} CPL={cpl} HLT={hlt}")
+	PY
+}
 report() { # STATUS REASON: say why, show the console tail, exit STATUS
 	say "$2 ($(printf '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)") s after QEMU started); console tail:"
 	grep -v '^\s*$' "$console" | tail -n 20 | sed 's/^/  | /' >&2
 	grep -v 'TCG doesn.t support\|^\s*$' "$state/qemu.log" | tail -n 5 | sed 's/^/  qemu: /' >&2 || true
+	if [ "$1" != 125 ] && [ -s "$state/io/ps" ]; then
+		say "the emulated host's last process snapshot ($(($(date +%s) - $(stat -c %Y "$state/io/ps"))) s old):"
+		sed 's/^/  ps: /' "$state/io/ps" >&2
+	fi
+	if [ "$1" != 125 ] && kill -0 "$qpid" 2>/dev/null; then
+		say "its vCPUs (QEMU monitor):"
+		vcpus >&2
+	fi
 	exit "$1"
 }
 start=$(date +%s)
@@ -169,6 +204,11 @@ while :; do
 		report 125 "the emulated host was not ready within $boot_s s"
 	fi
 	[ $((now - start)) -lt "$timeout_s" ] || report 124 "timed out after $timeout_s s"
+	if [ $ready = 1 ] && [ $((now - start)) -ge $((boot_s + stall_s)) ]; then
+		seen=$(stat -c %Y "$state/io/ps" 2>/dev/null || echo "$start")
+		[ $((now - seen)) -lt "$stall_s" ] ||
+			report 123 "the emulated host stopped: no process snapshot from it for $((now - seen)) s"
+	fi
 	sleep 0.2
 done
 rc=$(sed -n 's/^SKIFF-TEST-HOST rc=\([0-9]*\).*/\1/p' "$console" | head -n1)
