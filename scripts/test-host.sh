@@ -12,7 +12,8 @@
 #   --work DIR         the writable directory (default: the current directory); the command
 #                      runs in the current directory, which should be inside DIR
 #   --timeout S        the command's limit, boot included (default 600); then exit 124
-#   --boot-timeout S   the emulated host must be ready within S seconds (default 60)
+#   --boot-timeout S   the emulated host must be ready within S seconds (default 150: about
+#                      10 s idle, 60 s seen at load 12 on 2 cores)
 #   --mem MIB          the emulated host's memory (default 2048)
 #   --cpus N           its vCPUs (default 2)
 #   --stall-timeout S  see exit status 123 (default 60)
@@ -42,7 +43,7 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-work=$PWD timeout_s=600 boot_s=60 stall_s=60 mem=2048 cpus=2 console='' mode=${SKIFF_TEST_HOST:-auto}
+work=$PWD timeout_s=600 boot_s=150 stall_s=60 mem=2048 cpus=2 console='' mode=${SKIFF_TEST_HOST:-auto}
 
 say() { printf 'test-host.sh: %s\n' "$*" >&2; }
 die() {
@@ -50,7 +51,7 @@ die() {
 	exit 2
 }
 usage() {
-	sed -n '11,23p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '11,24p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 while [ $# -gt 0 ]; do
