@@ -634,6 +634,56 @@ START_TEST(fwait_under_seccomp)
 END_TEST
 
 /*
+ * SKIFF_STATS=FILE: every counter of struct skiff_counters is written, one
+ * key=value line each, under the default filter; with --vsock the device's
+ * offered features are there (VIRTIO_F_VERSION_1, bit 32, at least) and the
+ * connection counters read 0 for a guest that opened none.
+ */
+START_TEST(stats_file_has_every_counter)
+{
+	static const uint8_t fwait[] = { 0x9b };
+	static const char *const keys[] = {
+		"vm_exits=",
+		"exits_mmio=",
+		"vsock_device_features=0x1",
+		"vsock_rx_pkts=0",
+		"vsock_tx_bytes=0",
+		"vsock_irqs_suppressed=",
+		"vsock_conn_resets=0",
+		"vsock_malformed_pkts=0",
+		"vsock_conns_refused=0",
+		"vsock_conns_open=0",
+		"vsock_host_fds=0",
+		"vsock_stray_pkts=0",
+		"vsock_dev_resets=",
+	};
+	char dir[64], img[128], stats[128], env[160], vs[160], buf[4096];
+	size_t i, n;
+	FILE *f;
+
+	if (!kvm_present())
+		return;
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(img, sizeof(img), "%s/fwait.bzImage", dir);
+	snprintf(stats, sizeof(stats), "%s/stats", dir);
+	snprintf(env, sizeof(env), "SKIFF_STATS=%s", stats);
+	snprintf(vs, sizeof(vs), "cid=3,uds=%s/v.sock", dir);
+	write_bzimage(img, fwait, sizeof(fwait));
+	ck_assert_int_eq(skiff(env, "run", "--kernel", img, "--vsock", vs, NULL), 7);
+	f = fopen(stats, "r");
+	ck_assert_ptr_nonnull(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		ck_assert_msg(strstr(buf, keys[i]), "no '%s' in:\n%s", keys[i], buf);
+	ck_assert_int_eq(unlink(stats), 0);
+	ck_assert_int_eq(unlink(img), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/*
  * The other exit handlers that call KVM on the vCPU thread, under kill:
  * int3 at CPL 0 (on PVM an emulation failure that skiff answers by
  * injecting #BP: KVM_SET_REGS, KVM_GET/SET_VCPU_EVENTS) with no IDT, so
@@ -693,6 +743,7 @@ int main(void)
 	tcase_add_test(tc, kvm_missing);
 	tcase_add_test(tc, sigterm_stops_cleanly);
 	tcase_add_test(tc, fwait_under_seccomp);
+	tcase_add_test(tc, stats_file_has_every_counter);
 	tcase_add_test(tc, start_errors_name_their_cause);
 	tcase_add_test(tc, int3_and_triple_fault_under_seccomp);
 	suite_add_tcase(s, tc);

@@ -398,10 +398,20 @@ static uint64_t mono_ns(void)
 
 /*
  * With SKIFF_STATS=PATH in the environment, write counters as key=value
- * lines to PATH when the VM has ended (for bench/vmm_bench.c).
+ * lines to PATH when the VM has ended (bench/vmm_bench.c, the skiff-linux
+ * tests, scripts/demo.sh).
  */
-static char stats_buf[1024]; /* the stats file's stdio buffer, see cmd_run() */
+static char stats_buf[4096]; /* the stats file's stdio buffer, see cmd_run() */
 
+static void stat_u64(FILE *f, const char *key, uint64_t v)
+{
+	fprintf(f, "%s=%llu\n", key, (unsigned long long)v);
+}
+
+/*
+ * The counters of struct skiff_counters (libskiff.h says what each means),
+ * one key=value line each; the vsock_ ones are all 0 without a device.
+ */
 static void write_stats(struct skiff_vm *vm, FILE *f)
 {
 	struct skiff_counters c;
@@ -418,10 +428,30 @@ static void write_stats(struct skiff_vm *vm, FILE *f)
 	fprintf(f, "int3_injected=%llu\nfwait_handled=%llu\nvsock_status=0x%x\n",
 		(unsigned long long)c.int3_injected, (unsigned long long)c.fwait_handled,
 		c.vsock_status);
-	fprintf(f, "vsock_driver_features=0x%llx\n", (unsigned long long)c.vsock_driver_features);
-	fprintf(f, "vsock_kicks=%llu\nvsock_rx_pkts=%llu\nvsock_tx_pkts=%llu\n",
-		(unsigned long long)c.vsock_kicks, (unsigned long long)c.vsock_rx_pkts,
-		(unsigned long long)c.vsock_tx_pkts);
+	fprintf(f, "exits_mmio=%llu\nexits_io=%llu\nexits_intr=%llu\n",
+		(unsigned long long)c.exits_mmio, (unsigned long long)c.exits_io,
+		(unsigned long long)c.exits_intr);
+	fprintf(f, "vsock_device_features=0x%llx\nvsock_driver_features=0x%llx\n",
+		(unsigned long long)c.vsock_device_features,
+		(unsigned long long)c.vsock_driver_features);
+	stat_u64(f, "vsock_kicks", c.vsock_kicks);
+	stat_u64(f, "vsock_notify_exits", c.vsock_notify_exits);
+	stat_u64(f, "vsock_rx_pkts", c.vsock_rx_pkts);
+	stat_u64(f, "vsock_rx_bytes", c.vsock_rx_bytes);
+	stat_u64(f, "vsock_tx_pkts", c.vsock_tx_pkts);
+	stat_u64(f, "vsock_tx_bytes", c.vsock_tx_bytes);
+	stat_u64(f, "vsock_irqs_sent", c.vsock_irqs_sent);
+	stat_u64(f, "vsock_irqs_suppressed", c.vsock_irqs_suppressed);
+	stat_u64(f, "vsock_conn_resets", c.vsock_conn_resets);
+	stat_u64(f, "vsock_dropped_pkts", c.vsock_dropped_pkts);
+	stat_u64(f, "vsock_malformed_pkts", c.vsock_malformed_pkts);
+	stat_u64(f, "vsock_conns_opened", c.vsock_conns_opened);
+	stat_u64(f, "vsock_conns_closed", c.vsock_conns_closed);
+	stat_u64(f, "vsock_conns_refused", c.vsock_conns_refused);
+	stat_u64(f, "vsock_conns_open", c.vsock_conns_open);
+	stat_u64(f, "vsock_host_fds", c.vsock_host_fds);
+	stat_u64(f, "vsock_stray_pkts", c.vsock_stray_pkts);
+	stat_u64(f, "vsock_dev_resets", c.vsock_dev_resets);
 	fclose(f);
 }
 
