@@ -84,6 +84,10 @@ while :; do
 	snapshot >/io/ps.new 2>/dev/null && mv /io/ps.new /io/ps
 	sleep 5
 done &
+# Once per image (test-host.sh asks): the kernel's text symbols, for naming stuck vCPUs.
+if grep -qx 'kallsyms=1' /io/config; then
+	grep ' [tT] ' /proc/kallsyms >/io/kallsyms.part && mv /io/kallsyms.part /io/kallsyms &
+fi
 echo "SKIFF-TEST-HOST ready"
 chroot $r /bin/sh /run/test-host/cmd </dev/null >/io/stdout 2>/io/stderr
 rc=$?

@@ -118,6 +118,10 @@ q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 	echo
 } >"$state/io/cmd"
 printf 'work=%s\nrepo=%s\n' "$work" "$repo" >"$state/io/config"
+# Debian's package has no real System.map, and the host boots with nokaslr: its text
+# symbols, written once by the host (/proc/kallsyms), are kept with the image, so that a
+# stopped host's vCPUs can be named by function.
+[ -s "$img/kallsyms" ] || echo "kallsyms=1" >>"$state/io/config"
 : >"$state/io/stdout"
 : >"$state/io/stderr"
 printf 'slink /bin/sh busybox 777 0 0\nfile /init %s 755 0 0\n' "$repo/scripts/test-host-init.sh" >"$state/init.spec"
@@ -138,7 +142,7 @@ setsid qemu-system-x86_64 -accel tcg,thread=multi -cpu EPYC,+svm,+npt -smp "$cpu
 	-nodefaults -no-reboot -display none -monitor "unix:$state/monitor,server=on,wait=off" \
 	-serial "file:$console" \
 	-kernel "$img/vmlinuz" -initrd "$state/host.cpio.gz" \
-	-append "console=ttyS0 quiet panic=-1" \
+	-append "console=ttyS0 nokaslr panic=-1" \
 	$(fsdev root / readonly=on) $(fsdev repo "$repo" readonly=on) $(fsdev work "$work") \
 	$(fsdev io "$state/io") \
 	</dev/null >"$state/qemu.log" 2>&1 &
@@ -150,7 +154,7 @@ tails+=($!)
 
 panic_re='Kernel panic|BUG: |Oops|general protection fault|Attempted to kill init'
 vcpus() { # each vCPU's instruction pointer and mode, from QEMU's human monitor
-	python3 - "$state/monitor" <<-'PY' 2>/dev/null || true
+	python3 - "$state/monitor" "$img/kallsyms" <<-'PY' 2>/dev/null || true
 		import re, socket, sys, time
 		s = socket.socket(socket.AF_UNIX)
 		s.settimeout(3)
@@ -165,8 +169,22 @@ vcpus() { # each vCPU's instruction pointer and mode, from QEMU's human monitor
 		    if not b:
 		        break
 		    out += b
+		syms = []
+		try:
+		    with open(sys.argv[2]) as f:
+		        syms = sorted((int(w[0], 16), w[2]) for w in (ln.split() for ln in f)
+		                      if len(w) >= 3 and w[1] in ("t", "T"))
+		except (OSError, ValueError):
+		    pass
+		def name(rip):
+		    best = None
+		    for a, n in syms:
+		        if a > rip:
+		            break
+		        best = (a, n)
+		    return f" {best[1]}+{rip - best[0]:#x}" if best and rip - best[0] < 1 << 20 else ""
 		for cpu, rip, cpl, hlt in re.findall(r"CPU#(\d+).*?RIP=(\w+).*?CPL=(\d).*?HLT=(\d)", out.decode(errors="replace"), re.S):
-		    print(f"  vCPU {cpu}: RIP={rip} CPL={cpl} HLT={hlt}")
+		    print(f"  vCPU {cpu}: RIP={rip}{name(int(rip, 16))} CPL={cpl} HLT={hlt}")
 	PY
 }
 report() { # STATUS REASON: say why, show the console tail, exit STATUS
@@ -213,6 +231,9 @@ while :; do
 	sleep 0.2
 done
 rc=$(sed -n 's/^SKIFF-TEST-HOST rc=\([0-9]*\).*/\1/p' "$console" | head -n1)
+if [ -s "$state/io/kallsyms" ] && [ ! -s "$img/kallsyms" ]; then
+	cp "$state/io/kallsyms" "$img/kallsyms.$$" && mv "$img/kallsyms.$$" "$img/kallsyms" || true
+fi
 # The host powers off right after the marker; give it 10 s, then kill it.
 for _ in $(seq 50); do
 	kill -0 "$qpid" 2>/dev/null || break
