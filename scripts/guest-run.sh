@@ -148,7 +148,7 @@ qemu)
 skiff)
 	[ -x "$skiff" ] || die "skiff binary $skiff is not executable (--skiff BIN or SKIFF_BIN)"
 	run_skiff=("$skiff" run --kernel "$kernel" --initrd "$initrd" --mem "${mem}M" --cpus "$smp"
-		--console stdio --cmdline "console=ttyS0 reboot=k panic=-1 skiff.halt=poweroff $cmdline")
+		--console stdio --cmdline "console=ttyS0 reboot=k panic=-1 no_timer_check skiff.halt=poweroff $cmdline")
 	[ -n "$vsock" ] && run_skiff+=(--vsock "$vsock")
 	run_skiff+=("${extra[@]}")
 	# Status 65: the guest rebooted; boot it again (a new process), at most 4 boots.
