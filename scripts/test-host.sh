@@ -153,22 +153,26 @@ tail -n +1 -F --pid="$qpid" "$state/io/stderr" >&2 2>/dev/null &
 tails+=($!)
 
 panic_re='Kernel panic|BUG: |Oops|general protection fault|Attempted to kill init'
-vcpus() { # each vCPU's instruction pointer and mode, from QEMU's human monitor
-	python3 - "$state/monitor" "$img/kallsyms" <<-'PY' 2>/dev/null || true
+vcpus() { # the vCPUs from QEMU's human monitor: 3 samples of RIP, IF and HLT; LAPIC ISR/IRR
+	python3 - "$state/monitor" "$img/kallsyms" "$cpus" <<-'PY' 2>/dev/null || true
 		import re, socket, sys, time
 		s = socket.socket(socket.AF_UNIX)
 		s.settimeout(3)
 		s.connect(sys.argv[1])
-		s.sendall(b"info registers -a\n")
-		out, end = b"", time.monotonic() + 3
-		while time.monotonic() < end:
-		    try:
-		        b = s.recv(65536)
-		    except socket.timeout:
-		        break
-		    if not b:
-		        break
-		    out += b
+		def cmd(c):
+		    s.sendall(c.encode() + b"\n")
+		    out, end = b"", time.monotonic() + 2
+		    while time.monotonic() < end:
+		        try:
+		            b = s.recv(65536)
+		        except socket.timeout:
+		            break
+		        if not b:
+		            break
+		        out += b
+		        if out.rstrip().endswith(b"(qemu)") and len(out) > 200:
+		            break
+		    return out.decode(errors="replace")
 		syms = []
 		try:
 		    with open(sys.argv[2]) as f:
@@ -183,8 +187,19 @@ vcpus() { # each vCPU's instruction pointer and mode, from QEMU's human monitor
 		            break
 		        best = (a, n)
 		    return f" {best[1]}+{rip - best[0]:#x}" if best and rip - best[0] < 1 << 20 else ""
-		for cpu, rip, cpl, hlt in re.findall(r"CPU#(\d+).*?RIP=(\w+).*?CPL=(\d).*?HLT=(\d)", out.decode(errors="replace"), re.S):
-		    print(f"  vCPU {cpu}: RIP={rip}{name(int(rip, 16))} CPL={cpl} HLT={hlt}")
+		cmd("")
+		for i in range(3):
+		    out = cmd("info registers -a")
+		    for cpu, rip, rfl, cpl, hlt in re.findall(
+		            r"CPU#(\d+).*?RIP=(\w+) RFL=(\w+).*?CPL=(\d).*?HLT=(\d)", out, re.S):
+		        ifl = (int(rfl, 16) >> 9) & 1
+		        print(f"  sample {i}: vCPU {cpu}: RIP={rip}{name(int(rip, 16))} IF={ifl} CPL={cpl} HLT={hlt}")
+		    time.sleep(0.5)
+		for cpu in range(int(sys.argv[3])):
+		    out = cmd(f"info lapic {cpu}")
+		    regs = " ".join(" ".join(ln.split()) for ln in out.splitlines()
+		                    if re.match(r"\s*(ISR|IRR|LVTT|Timer)\b", ln))
+		    print(f"  vCPU {cpu} LAPIC: {regs}")
 	PY
 }
 report() { # STATUS REASON: say why, show the console tail, exit STATUS
