@@ -64,19 +64,26 @@ if [ -n "$work" ]; then
 	mount -t 9p -o "$p9,cache=mmap" work "$r$work" || fail "mount-work"
 fi
 
-snapshot() {
-	echo "uptime $(cut -d' ' -f1 /proc/uptime) s, load $(cut -d' ' -f1-4 /proc/loadavg)"
+snapshot() { # shell builtins only, but one tr per process: cheap even on a crawling host
+	read -r up _ </proc/uptime
+	read -r l1 l5 l15 nr _ </proc/loadavg
+	echo "uptime $up s, load $l1 $l5 $l15 $nr"
 	echo "   pid    tid S wchan                  command"
 	for p in /proc/[0-9]*; do
-		cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null | cut -c1-120)
+		read -r s <"$p/stat" 2>/dev/null || continue
+		st=${s##*) } && st=${st%% *}
+		cmd=''
+		# Kernel threads (no executable) only when in uninterruptible sleep.
+		[ -e "$p/exe" ] && cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)
+		[ -n "$cmd" ] || [ "$st" = D ] || continue
 		for t in "$p"/task/[0-9]*; do
-			s=$(cat "$t/stat" 2>/dev/null) || continue
+			read -r s <"$t/stat" 2>/dev/null || continue
 			st=${s##*) } && st=${st%% *}
 			comm=${s#*(} && comm=${comm%)*}
-			# Kernel threads only when in uninterruptible sleep.
-			[ -n "$cmd" ] || [ "$st" = D ] || continue
-			printf '%6s %6s %s %-22s %s\n' "${p#/proc/}" "${t##*/}" "$st" \
-				"$(cat "$t/wchan" 2>/dev/null)" "${cmd:-[$comm]} ($comm)"
+			w=''
+			read -r w <"$t/wchan" 2>/dev/null
+			printf '%6s %6s %s %-22s %.120s (%s)\n' "${p#/proc/}" "${t##*/}" "$st" "${w:-?}" \
+				"${cmd:-[$comm]}" "$comm"
 		done
 	done
 }

@@ -16,7 +16,7 @@
 #                      10 s idle, 60 s seen at load 12 on 2 cores)
 #   --mem MIB          the emulated host's memory (default 2048)
 #   --cpus N           its vCPUs (default 2)
-#   --stall-timeout S  see exit status 123 (default 60)
+#   --stall-timeout S  see exit status 123 (default 120)
 #   --console FILE     keep its console log there (default: shown only on failure)
 #   --emulated | --direct   force one way ($SKIFF_TEST_HOST=emulated|direct too); --direct
 #                      where the KVM is not hardware runs the command anyway
@@ -33,9 +33,9 @@
 #
 # Exit status: the command's, or
 #   123  the emulated host died, panicked, or stopped: no process snapshot from it for
-#        --stall-timeout seconds (default 60; it writes one every 5 s). Reported within
-#        seconds with the console tail, the last snapshot and each vCPU's instruction
-#        pointer (QEMU's monitor)
+#        --stall-timeout seconds (default 120; it writes one every 5 s, and takes about
+#        25 s for it at load 20 on 2 cores). Reported at once with the console tail, the
+#        last snapshot, and each vCPU's instruction pointer and LAPIC (QEMU's monitor)
 #   124  timed out (nothing is left running: QEMU's process group is killed); the emulated
 #        host's last process snapshot (state and kernel wait channel of every task) is shown
 #   125  the emulated host could not be set up (reason and console tail shown)
@@ -43,7 +43,7 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-work=$PWD timeout_s=600 boot_s=150 stall_s=60 mem=2048 cpus=2 console='' mode=${SKIFF_TEST_HOST:-auto}
+work=$PWD timeout_s=600 boot_s=150 stall_s=120 mem=2048 cpus=2 console='' mode=${SKIFF_TEST_HOST:-auto}
 
 say() { printf 'test-host.sh: %s\n' "$*" >&2; }
 die() {
