@@ -89,6 +89,13 @@ fi
 command -v qemu-system-x86_64 >/dev/null ||
 	die "qemu-system-x86_64 not found; run 'sudo apt-get install qemu-system-x86' (or scripts/setup.sh)"
 img=$(bash "$repo/scripts/test-host-image.sh") || exit 125
+# Emulated vCPUs crawl when the machine is busy (timer interrupts reach a halted vCPU
+# late, a spinning vCPU waits for a descheduled one): at load 20 on 2 cores a run took
+# 5-10 times as long as idle. Say so up front, so that a timeout explains itself.
+read -r load _ </proc/loadavg
+if [ "${load%%.*}" -ge "$(nproc)" ]; then
+	say "note: load average $load on $(nproc) CPUs: the emulated host will be several times slower than on an idle machine"
+fi
 state=$(mktemp -d /tmp/skiff-test-host.XXXXXX)
 mkdir "$state/io"
 qpid='' tails=()
