@@ -5,7 +5,10 @@
 # busybox-static with all its applets in /bin, the guest test programs in /bin, and
 # tests/guest-programs/init.sh as /init (its header documents the kernel command line
 # parameters skiff.run64=, skiff.ctl=, skiff.hostfs=, skiff.halt= and the console
-# markers SKIFF-BEGIN / SKIFF-STEP / SKIFF-RESULT / SKIFF-END).
+# markers SKIFF-BEGIN / SKIFF-STEP / SKIFF-RESULT / SKIFF-END). Kernel modules for a stock
+# kernel: --file X.ko:/lib/modules/... plus --file LIST:/etc/skiff/modules (the paths, in
+# load order; /init insmods them first), or a second cpio archive appended to this one
+# (scripts/stock-kernels.sh makes one per kernel).
 #
 # Usage: build-initramfs.sh -o OUTPUT [--bin FILE]... [--file SRC:DEST]... [--run CMD]
 #   -o OUTPUT         the cpio "newc" archive; gzip-compressed if OUTPUT ends in .gz

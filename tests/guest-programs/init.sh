@@ -11,6 +11,11 @@
 #   skiff.hostfs=DIR    UML only: mount host directory DIR on /host (hostfs)
 #   skiff.halt=poweroff|reboot   how to leave at the end (default: poweroff on UML,
 #                       reboot on anything else, e.g. QEMU with -no-reboot)
+# Kernel modules: /etc/skiff/modules, when present, lists .ko files (one path a line, in
+# load order) that are insmod'ed first, before networking and the tests: a stock kernel's
+# vsock and virtio_mmio modules (scripts/stock-kernels.sh appends them as a second cpio
+# archive). A module that fails to load is named ("init: insmod PATH failed") and the
+# rest still load.
 # Console protocol (each marker on a line of its own):
 #   SKIFF-BEGIN
 #   SKIFF-STEP n                   (control mode, before step n)
@@ -22,6 +27,11 @@ set -f
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
+if [ -f /etc/skiff/modules ]; then
+	for m in $(cat /etc/skiff/modules); do
+		insmod "$m" || echo "init: insmod $m failed"
+	done
+fi
 mkdir -p /dev/shm /tmp /host
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /dev/shm

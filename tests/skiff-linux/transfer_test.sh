@@ -49,6 +49,8 @@ set +e
 build=$2 initrd=$3 mib=$4
 skiff=$build/vmm/skiff
 tool=$build/tests/guest-programs/vsock-tool
+# shellcheck source=tests/skiff-linux/lib.sh
+. "$repo/tests/skiff-linux/lib.sh"
 failed=0
 fail() {
 	echo "transfer_test: FAIL: $case: $*"
@@ -57,53 +59,27 @@ fail() {
 
 # run_case VARIANT MRG: one boot, both directions at once.
 run_case() {
-	local variant=$1 mrg=$2 kernel d uds t0 t1 rc guest feat
+	local variant=$1 mrg=$2 kernel d t0 t1 rc guest feat
 	failed_before=$failed
 	failed=0
 	case="$variant kernel, mrg-rxbuf=$mrg"
 	kernel=$(bash "$repo/scripts/build-kernels.sh" --print-path "$variant" x86_64)
 	d=$(mktemp -d /tmp/skiff-linux.XXXXXX)
-	uds=$d/v.sock
 	t0=$(date +%s.%N)
-	"$tool" listen "uds:${uds}_5000" --recv "${mib}M" --peer-seed 33 --timeout 120 >"$d/h-recv" 2>&1 &
-	"$tool" listen "uds:${uds}_5001" --send "${mib}M" --seed 22 --timeout 120 >"$d/h-send" 2>&1 &
-	for _ in $(seq 100); do
-		grep -q LISTENING "$d/h-recv" && grep -q LISTENING "$d/h-send" && break
-		sleep 0.1
-	done
+	skl_listen "$d" "$mib" 120
 	guest="for f in /sys/bus/virtio/devices/*; do
 	[ \"\$(cat \$f/device)\" = 0x0013 ] && echo VSOCK-FEATURES \$(cat \$f/features)
 done
-vsock-tool connect 2:5000 --send ${mib}M --seed 33 --connect-timeout 30000 --timeout 100 &
-vsock-tool connect 2:5001 --recv ${mib}M --peer-seed 22 --connect-timeout 30000 --timeout 100
-b=\$?
-wait \$!
-echo SKIFF-RESULT rc=\$((\$? + b))"
+$(skl_guest_transfer "$mib")"
 	rc=0
 	SKIFF_STATS=$d/stats timeout -k 5 150 "$skiff" run --kernel "$kernel" --initrd "$initrd" \
 		--mem 256M --console "file:$d/console" \
 		--cmdline "console=ttyS0 quiet reboot=k panic=-1 no_timer_check skiff.run64=$(printf '%s' "$guest" | base64 -w0)" \
-		--vsock "cid=3,uds=$uds,mrg-rxbuf=$mrg" 2>"$d/skiff" || rc=$?
-	# The host listeners finish with the guest's data; 10 s after the guest, they are killed.
-	for _ in $(seq 50); do
-		[ -z "$(jobs -pr)" ] && break
-		sleep 0.2
-	done
-	# shellcheck disable=SC2046 # one word per job
-	kill $(jobs -pr) 2>/dev/null
-	wait
+		--vsock "cid=3,uds=$d/v.sock,mrg-rxbuf=$mrg" 2>"$d/skiff" || rc=$?
+	skl_reap
 	t1=$(date +%s.%N)
 	tr -d '\r' <"$d/console" >"$d/console.txt" 2>/dev/null
-	grep -q 'VM ended (reboot)' "$d/skiff" || fail "skiff exit $rc: $(tail -n 2 "$d/skiff" | tr '\n' ' ')"
-	grep -qx 'SKIFF-RESULT rc=0' "$d/console.txt" || fail "guest result: $(grep SKIFF-RESULT "$d/console.txt" || echo none)"
-	grep -E 'Oops|BUG|WARNING|[Pp]anic|Call Trace' "$d/console.txt" | sed 's/^/  console: /' |
-		grep . && fail "the guest console shows the lines above"
-	# Both ends of each direction agree on the data (FNV-1a of the stream, all ok lines).
-	fnv() { sed -n "/^VSOCK-TOOL status=ok /s/.* $2=\([^ ]*\).*/\1/p" "$1" | grep -vx 0000000000000000 | head -n1; }
-	[ -n "$(fnv "$d/h-recv" recv_fnv)" ] && [ "$(fnv "$d/h-recv" recv_fnv)" = "$(fnv "$d/console.txt" send_fnv)" ] ||
-		fail "guest to host: $(grep -h 'VSOCK-TOOL status' "$d/h-recv" || echo 'no host result')"
-	[ -n "$(fnv "$d/h-send" send_fnv)" ] && [ "$(fnv "$d/h-send" send_fnv)" = "$(fnv "$d/console.txt" recv_fnv)" ] ||
-		fail "host to guest: $(grep -h 'VSOCK-TOOL status' "$d/h-send" || echo 'no host result')"
+	skl_check "$d" "$rc"
 	# The features the guest's driver negotiated, as sysfs shows them (one 0/1 per bit).
 	feat=$(sed -n 's/^VSOCK-FEATURES //p' "$d/console.txt" | head -n1)
 	if [ -z "$feat" ]; then
@@ -115,11 +91,7 @@ echo SKIFF-RESULT rc=\$((\$? + b))"
 		fail "device counters show no traffic: $(grep vsock_ "$d/stats" | tr '\n' ' ')"
 	printf 'transfer_test: %s: %s MiB each way, features %s, %.1f s wall (boot to power-off; emulation speed if emulated)\n' \
 		"$case" "$mib" "$feat" "$(echo "$t1 - $t0" | bc)"
-	if [ $failed = 1 ]; then
-		echo "transfer_test: FAIL: $case: last console lines:"
-		grep -v '^$' "$d/console.txt" | tail -n 15 | sed 's/^/  | /'
-		sed 's/^/  skiff: /' "$d/skiff"
-	fi
+	[ $failed = 1 ] && skl_show_failure "$d"
 	rm -rf "$d"
 	[ "$failed_before" = 0 ] || failed=1
 }

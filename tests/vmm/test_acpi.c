@@ -64,15 +64,26 @@ static const uint8_t *table(uint64_t gpa, const char *sig, size_t used)
 	return t;
 }
 
-static size_t build(unsigned int ncpus)
+/* skiff's vsock device, and a second one to see that names and _UIDs count up. */
+static const struct x86_acpi_virtio_mmio mmio[] = {
+	{ .base = 0xd0000000u, .size = 0x1000, .gsi = 5 },
+	{ .base = 0xd0001000u, .size = 0x200, .gsi = 6 },
+};
+
+static size_t build_mmio(unsigned int ncpus, unsigned int nr_mmio)
 {
 	size_t used = 0;
 
 	memset(buf, 0xaa, sizeof(buf)); /* so that every byte must be written */
-	ck_assert_int_eq(x86_acpi_build(buf, sizeof(buf), GPA, ncpus, &used), 0);
+	ck_assert_int_eq(x86_acpi_build(buf, sizeof(buf), GPA, ncpus, mmio, nr_mmio, &used), 0);
 	ck_assert_uint_gt(used, 0);
 	ck_assert_uint_le(used, ACPI_TABLES_MAX);
 	return used;
+}
+
+static size_t build(unsigned int ncpus)
+{
+	return build_mmio(ncpus, 0);
 }
 
 static const uint8_t *xsdt_entry(size_t used, unsigned int i)
@@ -169,6 +180,40 @@ START_TEST(fadt_facs_dsdt)
 }
 END_TEST
 
+/*
+ * The DSDT with skiff's vsock device, against bytes worked out by hand from
+ * the AML grammar (ACPI 6.0 20.2) and the resource descriptors (6.4.3.4,
+ * 6.4.3.6): a 1-byte and a 2-byte PkgLength, a BufferSize, both descriptors.
+ */
+START_TEST(dsdt_virtio_mmio)
+{
+	static const uint8_t want[] = {
+		0x08, '_', 'S', '5', '_', 0x12, 0x06, 0x02, 0x0a, 0x05, 0x0a, 0x05,
+		/* Scope (\_SB): PkgLength 0x43 in 2 bytes (lead 0x40 | 0x3, then 0x04) */
+		0x10, 0x43, 0x04, '\\', '_', 'S', 'B', '_',
+		/* Device (VR00): PkgLength 58 */
+		0x5b, 0x82, 0x3a, 'V', 'R', '0', '0', 0x08, '_', 'H', 'I', 'D', 0x0d, 'L', 'N', 'R',
+		'O', '0', '0', '0', '5', 0x00, 0x08, '_', 'U', 'I', 'D', 0x00,
+		/* Name (_CRS, Buffer: PkgLength 26, BufferSize 23) */
+		0x08, '_', 'C', 'R', 'S', 0x11, 0x1a, 0x0a, 0x17,
+		/* Memory32Fixed: read/write, base 0xd0000000, length 0x1000 */
+		0x86, 0x09, 0x00, 0x01, 0x00, 0x00, 0x00, 0xd0, 0x00, 0x10, 0x00, 0x00,
+		/* Extended Interrupt: consumer | edge, active high, exclusive; 1 entry: 5 */
+		0x89, 0x06, 0x00, 0x03, 0x01, 0x05, 0x00, 0x00, 0x00, 0x79, 0x00, /* End Tag */
+	};
+	size_t used = build_mmio(1, 1);
+	const uint8_t *f = table(g64(xsdt_entry(used, 0)), "FACP", used);
+	const uint8_t *d = table(g32(f + 40), "DSDT", used);
+
+	ck_assert_uint_eq(g32(d + 4), 36 + sizeof(want));
+	ck_assert_mem_eq(d + 36, want, sizeof(want));
+	/* the MADT still follows, intact, 16-byte aligned */
+	ck_assert_uint_eq(g64(xsdt_entry(used, 1)) % 16, 0);
+	ck_assert_uint_ge(g64(xsdt_entry(used, 1)), g32(f + 40) + g32(d + 4));
+	table(g64(xsdt_entry(used, 1)), "APIC", used);
+}
+END_TEST
+
 /* Walk the MADT's interrupt controller structures; check one of each kind. */
 static void check_madt(unsigned int ncpus)
 {
@@ -245,12 +290,26 @@ START_TEST(errors)
 {
 	size_t used;
 
-	ck_assert_int_eq(x86_acpi_build(buf, sizeof(buf), GPA, 0, &used), -EINVAL);
-	ck_assert_int_eq(x86_acpi_build(buf, sizeof(buf), GPA, 255, &used), -EINVAL);
-	ck_assert_int_eq(x86_acpi_build(buf, sizeof(buf), GPA + 8, 1, &used), -EINVAL);
-	ck_assert_int_eq(x86_acpi_build(buf, sizeof(buf), 1ull << 32, 1, &used), -EINVAL);
-	ck_assert_int_eq(x86_acpi_build(buf, 100, GPA, 1, &used), -ENOSPC);
-	ck_assert_int_eq(x86_acpi_build(buf, sizeof(buf), 0xffffff00ull, 254, &used), -ENOSPC);
+	struct x86_acpi_virtio_mmio bad = { .base = 0xfffff000u, .size = 0x2000, .gsi = 5 };
+
+	ck_assert_int_eq(x86_acpi_build(buf, sizeof(buf), GPA, 0, NULL, 0, &used), -EINVAL);
+	ck_assert_int_eq(x86_acpi_build(buf, sizeof(buf), GPA, 255, NULL, 0, &used), -EINVAL);
+	ck_assert_int_eq(x86_acpi_build(buf, sizeof(buf), GPA + 8, 1, NULL, 0, &used), -EINVAL);
+	ck_assert_int_eq(x86_acpi_build(buf, sizeof(buf), 1ull << 32, 1, NULL, 0, &used), -EINVAL);
+	ck_assert_int_eq(x86_acpi_build(buf, 100, GPA, 1, NULL, 0, &used), -ENOSPC);
+	ck_assert_int_eq(x86_acpi_build(buf, sizeof(buf), 0xffffff00ull, 254, NULL, 0, &used),
+			 -ENOSPC);
+	/* a window crossing 4 GiB, an empty one, one above 4 GiB, too many devices */
+	ck_assert_int_eq(x86_acpi_build(buf, sizeof(buf), GPA, 1, &bad, 1, &used), -EINVAL);
+	bad = (struct x86_acpi_virtio_mmio){ .base = 0xd0000000u, .size = 0, .gsi = 5 };
+	ck_assert_int_eq(x86_acpi_build(buf, sizeof(buf), GPA, 1, &bad, 1, &used), -EINVAL);
+	bad = (struct x86_acpi_virtio_mmio){ .base = 1ull << 32, .size = 0x1000, .gsi = 5 };
+	ck_assert_int_eq(x86_acpi_build(buf, sizeof(buf), GPA, 1, &bad, 1, &used), -EINVAL);
+	ck_assert_int_eq(
+		x86_acpi_build(buf, sizeof(buf), GPA, 1, mmio, X86_ACPI_MAX_VIRTIO_MMIO + 1, &used),
+		-EINVAL);
+	/* room for the FADT but not for the DSDT with a device */
+	ck_assert_int_eq(x86_acpi_build(buf, 0x238, GPA, 1, mmio, 1, &used), -ENOSPC);
 }
 END_TEST
 
@@ -261,7 +320,7 @@ START_TEST(in_guest_memory)
 	const uint8_t *p;
 
 	ck_assert_int_eq(guest_mem_create(&mem, 2u << 20), 0);
-	ck_assert_int_eq(x86_write_acpi(&mem, 3, &rsdp), 0);
+	ck_assert_int_eq(x86_write_acpi(&mem, 3, mmio, 1, &rsdp), 0);
 	ck_assert_uint_eq(rsdp, ACPI_TABLES_GPA);
 	p = guest_mem_ptr(&mem, rsdp, 36);
 	ck_assert_mem_eq(p, "RSD PTR ", 8);
@@ -269,7 +328,7 @@ START_TEST(in_guest_memory)
 	guest_mem_destroy(&mem);
 	/* RAM that ends inside the table area */
 	ck_assert_int_eq(guest_mem_create(&mem, 0xe0000), 0);
-	ck_assert_int_eq(x86_write_acpi(&mem, 1, &rsdp), -EFAULT);
+	ck_assert_int_eq(x86_write_acpi(&mem, 1, NULL, 0, &rsdp), -EFAULT);
 	guest_mem_destroy(&mem);
 }
 END_TEST
@@ -320,9 +379,54 @@ static int run_iasl(const char *dir, const char *file)
  * Each table through "iasl -d" (the RSDP it cannot read on its own): it
  * must parse, and say what we meant.
  */
+/*
+ * @text with comments ("// ..." to the end of the line) and white space
+ * removed (caller frees), so that checks do not depend on iasl's layout.
+ */
+static char *squeeze(const char *text)
+{
+	char *out = malloc(strlen(text) + 1), *o = out;
+
+	ck_assert_ptr_nonnull(out);
+	while (*text) {
+		if (text[0] == '/' && text[1] == '/') {
+			while (*text && *text != '\n')
+				text++;
+			continue;
+		}
+		if (*text != ' ' && *text != '\n' && *text != '\t')
+			*o++ = *text;
+		text++;
+	}
+	*o = 0;
+	return out;
+}
+
+/* The DSDT's disassembly describes both virtio-mmio devices of mmio[]. */
+static void check_dsdt_devices(const char *dsl)
+{
+	char *sq = squeeze(dsl);
+
+	ck_assert_msg(strstr(sq,
+			     "Scope(\\_SB){Device(VR00){Name(_HID,\"LNRO0005\")"
+			     "Name(_UID,Zero)Name(_CRS,ResourceTemplate(){"
+			     "Memory32Fixed(ReadWrite,0xD0000000,0x00001000,)"
+			     "Interrupt(ResourceConsumer,Edge,ActiveHigh,Exclusive,,,){0x00000005,}"
+			     "})}"),
+		      "DSDT disassembly:\n%s", dsl);
+	ck_assert_msg(strstr(sq,
+			     "Device(VR01){Name(_HID,\"LNRO0005\")"
+			     "Name(_UID,One)Name(_CRS,ResourceTemplate(){"
+			     "Memory32Fixed(ReadWrite,0xD0001000,0x00000200,)"
+			     "Interrupt(ResourceConsumer,Edge,ActiveHigh,Exclusive,,,){0x00000006,}"
+			     "})}}"),
+		      "DSDT disassembly:\n%s", dsl);
+	free(sq);
+}
+
 START_TEST(iasl_disassembly)
 {
-	size_t used = build(2);
+	size_t used = build_mmio(2, 2);
 	const uint8_t *f = table(g64(xsdt_entry(used, 0)), "FACP", used);
 	const uint8_t *m = table(g64(xsdt_entry(used, 1)), "APIC", used);
 	const uint8_t *x = table(g64(buf + 24), "XSDT", used);
@@ -344,6 +448,7 @@ START_TEST(iasl_disassembly)
 	ck_assert_msg(strstr(t, "Name (_S5, Package (0x02)"), "DSDT disassembly:\n%s", t);
 	ck_assert_ptr_nonnull(strstr(t, "0x05"));
 	ck_assert_ptr_null(strstr(t, "Incorrect")); /* iasl's word for a bad checksum */
+	check_dsdt_devices(t);
 	free(t);
 	t = read_dsl(dir, "facp");
 	ck_assert_msg(strstr(t, "Revision : 06"), "FADT disassembly:\n%s", t);
@@ -377,6 +482,7 @@ int main(void)
 
 	tcase_add_test(tc, rsdp_and_xsdt);
 	tcase_add_test(tc, fadt_facs_dsdt);
+	tcase_add_test(tc, dsdt_virtio_mmio);
 	tcase_add_test(tc, madt_1_cpu);
 	tcase_add_test(tc, madt_254_cpus);
 	tcase_add_test(tc, errors);

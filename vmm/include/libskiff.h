@@ -165,9 +165,12 @@ int skiff_vm_set_kernel(struct skiff_vm *vm, const char *path, enum skiff_kernel
 int skiff_vm_set_initrd(struct skiff_vm *vm, const char *path);
 
 /*
- * skiff_vm_set_cmdline() - kernel command line (copied). For Linux, skiff
- * appends "virtio_mmio.device=4K@0xd0000000:5" when a vsock device is
- * configured. Return: 0; -E2BIG beyond 4095 bytes; -ENOMEM; -EBUSY. The
+ * skiff_vm_set_cmdline() - kernel command line (copied). For Linux, a vsock
+ * device is described in the ACPI DSDT (an LNRO0005 device, found by any
+ * kernel with ACPI and virtio_mmio); skiff appends
+ * "virtio_mmio.device=4K@0xd0000000:5" only when the command line holds
+ * "acpi=off" and no virtio_mmio.device= of its own (kernels without ACPI:
+ * pass acpi=off). Return: 0; -E2BIG beyond 4095 bytes; -ENOMEM; -EBUSY. The
  * kernel's own limit (at most 2047 bytes for Linux, with what skiff
  * appends) is checked by skiff_vm_start(): -ENAMETOOLONG.
  */

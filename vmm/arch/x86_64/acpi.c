@@ -4,7 +4,8 @@
  * ACPI 6.0 specification (chapter 5.2): RSDP -> XSDT -> {FADT, MADT},
  * FADT -> {FACS, DSDT}. The FADT describes a PM1a event block, a PM1a
  * control block and a reset register on I/O ports that acpi_pm.c serves;
- * the DSDT holds only the \_S5 (soft-off) package. The platform is not
+ * the DSDT holds the \_S5 (soft-off) package and one LNRO0005 device per
+ * virtio-mmio device (build_dsdt()). The platform is not
  * "hardware-reduced": with that FADT flag Linux x86 drops the legacy PIC and
  * with it the fixed ISA IRQ numbers that the UART (IRQ 4) and the
  * command-line virtio-mmio device (IRQ 5) use (arch/x86/kernel/acpi/boot.c,
@@ -13,8 +14,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "le_bytes.h"
 #include "acpi.h"
+#include "aml.h"
+#include "le_bytes.h"
 
 #define HDR_LEN 36 /* System Description Table Header, ACPI 6.0 table 5-29 */
 #define RSDP_LEN 36
@@ -130,26 +132,70 @@ static void build_facs(uint8_t *t)
 }
 
 /*
- * The DSDT's AML (ACPI 6.0 chapter 20), hand-encoded: one named object,
- * Name (_S5, Package (2) { 5, 5 }), the SLP_TYPa and SLP_TYPb values the
- * OS writes to PM1a_CNT.SLP_TYP (and PM1b, absent) for soft-off.
+ * The DSDT's AML (ACPI 6.0 chapter 20, encoded by aml.c):
+ *
+ *   Name (_S5, Package (2) { 5, 5 })
+ *   Scope (\_SB) {
+ *     Device (VR00) {             one per virtio-mmio device
+ *       Name (_HID, "LNRO0005")
+ *       Name (_UID, 0)
+ *       Name (_CRS, ResourceTemplate () {
+ *         Memory32Fixed (ReadWrite, base, size)
+ *         Interrupt (ResourceConsumer, Edge, ActiveHigh, Exclusive) { gsi }
+ *       })
+ *     }
+ *   }
+ *
+ * \_S5 gives the SLP_TYPa and SLP_TYPb values the OS writes to
+ * PM1a_CNT.SLP_TYP (and PM1b, absent) for soft-off. LNRO0005 is the ACPI id
+ * Linux's virtio_mmio driver matches (drivers/virtio/virtio_mmio.c,
+ * virtio_mmio_acpi_match), as QEMU's microvm describes its devices. The
+ * interrupt is edge-triggered, active high: skiff raises it through an
+ * irqfd without a resample fd, which KVM delivers as a pulse (1 then 0) on
+ * that GSI, and an ISA IRQ (0-15) without a MADT override is edge/high
+ * anyway. Writes the table at @t; returns its length, or 0 when it does not
+ * fit in @cap bytes.
  */
-static const uint8_t dsdt_aml[] = {
-	0x08, /* NameOp: DefName := NameOp NameString DataRefObject */
-	'_',  'S',
-	'5',  '_', /* NameString: the root-relative NameSeg _S5_ */
-	0x12, /* PackageOp: DefPackage := PackageOp PkgLength NumElements PackageElementList */
-	0x06, /* PkgLength, one byte: itself + NumElements + 4 bytes of elements = 6 */
-	0x02, /* NumElements: 2 */
-	0x0a, ACPI_S5_SLP_TYP, /* BytePrefix, ByteData: SLP_TYPa */
-	0x0a, ACPI_S5_SLP_TYP, /* BytePrefix, ByteData: SLP_TYPb */
-};
-
-static void build_dsdt(uint8_t *t)
+static size_t build_dsdt(uint8_t *t, size_t cap, const struct x86_acpi_virtio_mmio *mmio,
+			 unsigned int nr_mmio)
 {
-	header(t, "DSDT", HDR_LEN + sizeof(dsdt_aml), 2 /* 64-bit AML integers */, "SKIFFDSD");
-	memcpy(t + HDR_LEN, dsdt_aml, sizeof(dsdt_aml));
+	struct aml a;
+	aml_mark pkg, sb, dev, crs;
+	unsigned int i;
+	size_t len;
+
+	if (cap < HDR_LEN)
+		return 0;
+	aml_init(&a, t + HDR_LEN, cap - HDR_LEN);
+	aml_name(&a, "_S5");
+	pkg = aml_open_package(&a, 2);
+	aml_integer(&a, ACPI_S5_SLP_TYP); /* SLP_TYPa */
+	aml_integer(&a, ACPI_S5_SLP_TYP); /* SLP_TYPb */
+	aml_close(&a, pkg);
+	if (nr_mmio) {
+		sb = aml_open_scope(&a, "\\_SB");
+		for (i = 0; i < nr_mmio; i++) {
+			char seg[5] = { 'V', 'R', (char)('0' + i / 10), (char)('0' + i % 10), 0 };
+
+			dev = aml_open_device(&a, seg);
+			aml_name(&a, "_HID");
+			aml_string(&a, "LNRO0005");
+			aml_name(&a, "_UID");
+			aml_integer(&a, i);
+			aml_name(&a, "_CRS");
+			crs = aml_open_resources(&a);
+			aml_memory32_fixed(&a, (uint32_t)mmio[i].base, mmio[i].size);
+			aml_interrupt(&a, mmio[i].gsi, false, false);
+			aml_close(&a, crs);
+			aml_close(&a, dev);
+		}
+		aml_close(&a, sb);
+	}
+	if (aml_finish(&a, &len))
+		return 0;
+	header(t, "DSDT", (uint32_t)(HDR_LEN + len), 2 /* 64-bit AML integers */, "SKIFFDSD");
 	seal(t);
+	return HDR_LEN + len;
 }
 
 /* Interrupt Source Override (table 5-50): ISA @irq arrives on @gsi. */
@@ -212,26 +258,48 @@ static size_t align_up(size_t v, size_t a)
 	return (v + a - 1) & ~(a - 1);
 }
 
-int x86_acpi_build(uint8_t *buf, size_t len, uint64_t gpa, unsigned int ncpus, size_t *used)
+static bool mmio_valid(const struct x86_acpi_virtio_mmio *mmio, unsigned int nr_mmio)
+{
+	unsigned int i;
+
+	if (nr_mmio > X86_ACPI_MAX_VIRTIO_MMIO)
+		return false;
+	for (i = 0; i < nr_mmio; i++)
+		if (!mmio[i].size || mmio[i].base > UINT32_MAX ||
+		    mmio[i].size - 1 > UINT32_MAX - mmio[i].base)
+			return false;
+	return true;
+}
+
+int x86_acpi_build(uint8_t *buf, size_t len, uint64_t gpa, unsigned int ncpus,
+		   const struct x86_acpi_virtio_mmio *mmio, unsigned int nr_mmio, size_t *used)
 {
 	size_t xsdt = align_up(RSDP_LEN, 16);
 	size_t fadt = align_up(xsdt + HDR_LEN + 8 * XSDT_ENTRIES, 16);
 	size_t facs = align_up(fadt + FADT_LEN, 64); /* the FACS must be 64-byte aligned */
 	size_t dsdt = facs + FACS_LEN;
-	size_t madt = align_up(dsdt + HDR_LEN + sizeof(dsdt_aml), 16);
-	size_t end;
+	size_t dsdt_len, madt, end;
 	uint8_t *x;
 
-	if (!ncpus || ncpus > 254 || (gpa & 15) || gpa >= (1ull << 32))
+	if (!ncpus || ncpus > 254 || (gpa & 15) || gpa >= (1ull << 32) ||
+	    !mmio_valid(mmio, nr_mmio))
 		return -EINVAL;
-	end = madt + madt_len(ncpus);
-	if (end > len || gpa + end > (1ull << 32))
+	if (gpa + len > (1ull << 32))
+		len = (size_t)((1ull << 32) - gpa); /* the tables stay below 4 GiB */
+	if (dsdt > len)
 		return -ENOSPC;
-	memset(buf, 0, end);
+	memset(buf, 0, dsdt);
+	dsdt_len = build_dsdt(buf + dsdt, len - dsdt, mmio, nr_mmio);
+	if (!dsdt_len)
+		return -ENOSPC;
+	madt = align_up(dsdt + dsdt_len, 16);
+	end = madt + madt_len(ncpus);
+	if (end > len)
+		return -ENOSPC;
+	memset(buf + dsdt + dsdt_len, 0, end - dsdt - dsdt_len);
 
 	build_fadt(buf + fadt, (uint32_t)(gpa + facs), (uint32_t)(gpa + dsdt));
 	build_facs(buf + facs);
-	build_dsdt(buf + dsdt);
 	build_madt(buf + madt, ncpus);
 
 	x = buf + xsdt;
@@ -253,7 +321,8 @@ int x86_acpi_build(uint8_t *buf, size_t len, uint64_t gpa, unsigned int ncpus, s
 	return 0;
 }
 
-int x86_write_acpi(const struct guest_mem *mem, unsigned int ncpus, uint64_t *rsdp)
+int x86_write_acpi(const struct guest_mem *mem, unsigned int ncpus,
+		   const struct x86_acpi_virtio_mmio *mmio, unsigned int nr_mmio, uint64_t *rsdp)
 {
 	uint8_t *p = guest_mem_ptr(mem, ACPI_TABLES_GPA, ACPI_TABLES_MAX);
 	size_t used;
@@ -261,7 +330,7 @@ int x86_write_acpi(const struct guest_mem *mem, unsigned int ncpus, uint64_t *rs
 
 	if (!p)
 		return -EFAULT;
-	err = x86_acpi_build(p, ACPI_TABLES_MAX, ACPI_TABLES_GPA, ncpus, &used);
+	err = x86_acpi_build(p, ACPI_TABLES_MAX, ACPI_TABLES_GPA, ncpus, mmio, nr_mmio, &used);
 	if (err)
 		return err;
 	*rsdp = ACPI_TABLES_GPA;

@@ -2,8 +2,9 @@
 /*
  * Minimal ACPI for x86-64 Linux guests (ACPI 6.0): tables in the BIOS area
  * (acpi.c) and the power-management I/O ports they point at (acpi_pm.c).
- * Enough for a guest to find its CPUs and IOAPIC (MADT) and to power off
- * (\_S5 in the DSDT, PM1a control block) or reset (FADT RESET_REG).
+ * Enough for a guest to find its CPUs and IOAPIC (MADT), its virtio-mmio
+ * devices (LNRO0005 in the DSDT) and to power off (\_S5 in the DSDT, PM1a
+ * control block) or reset (FADT RESET_REG).
  */
 #ifndef SKIFF_X86_ACPI_H
 #define SKIFF_X86_ACPI_H
@@ -37,22 +38,36 @@ struct vm;
 /* The SLP_TYP value the DSDT's \_S5 package gives for soft-off. */
 #define ACPI_S5_SLP_TYP 5
 
+/* A virtio-mmio device for the DSDT: register window and interrupt. */
+struct x86_acpi_virtio_mmio {
+	uint64_t base; /* guest-physical, the window below 4 GiB */
+	uint32_t size; /* bytes */
+	uint32_t gsi; /* edge-triggered, active high */
+};
+
+#define X86_ACPI_MAX_VIRTIO_MMIO 100 /* device names VR00..VR99 */
+
 /*
  * x86_acpi_build() - RSDP, XSDT, FADT, FACS, DSDT and MADT for @ncpus
- * vCPUs into @buf, which the guest will see at guest-physical @gpa (16-byte
- * aligned, below 4 GiB); the RSDP is at @buf[0]. Every table carries its
- * length, revision and checksum. @used gets the bytes written.
- * Return: 0; -EINVAL for ncpus 0 or > 254 or a misaligned @gpa; -ENOSPC
- * when @len is too small.
+ * vCPUs and the @nr_mmio virtio-mmio devices of @mmio (each an LNRO0005
+ * device in the DSDT, _UID its index) into @buf, which the guest will see at
+ * guest-physical @gpa (16-byte aligned, below 4 GiB); the RSDP is at
+ * @buf[0]. Every table carries its length, revision and checksum. @used
+ * gets the bytes written.
+ * Return: 0; -EINVAL for ncpus 0 or > 254, a misaligned @gpa, more than
+ * X86_ACPI_MAX_VIRTIO_MMIO devices or a window that is empty or crosses
+ * 4 GiB; -ENOSPC when @len is too small.
  */
-int x86_acpi_build(uint8_t *buf, size_t len, uint64_t gpa, unsigned int ncpus, size_t *used);
+int x86_acpi_build(uint8_t *buf, size_t len, uint64_t gpa, unsigned int ncpus,
+		   const struct x86_acpi_virtio_mmio *mmio, unsigned int nr_mmio, size_t *used);
 
 /*
  * x86_write_acpi() - x86_acpi_build() at ACPI_TABLES_GPA in guest RAM.
  * @rsdp gets the RSDP's address (for boot_params.acpi_rsdp_addr).
  * Return: as x86_acpi_build(); -EFAULT when RAM does not cover the area.
  */
-int x86_write_acpi(const struct guest_mem *mem, unsigned int ncpus, uint64_t *rsdp);
+int x86_write_acpi(const struct guest_mem *mem, unsigned int ncpus,
+		   const struct x86_acpi_virtio_mmio *mmio, unsigned int nr_mmio, uint64_t *rsdp);
 
 /*
  * x86_acpi_pm_add() - the PM1a event/control blocks and the reset register

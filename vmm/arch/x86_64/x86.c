@@ -14,6 +14,7 @@
 #include "acpi.h"
 #include "arch.h"
 #include "serial.h"
+#include "skiff/tiny_guest_abi.h"
 #include "x86.h"
 
 #define TSS_ADDR 0xfffbd000ul /* 3 pages below the BIOS, as KVM documents */
@@ -132,6 +133,11 @@ int arch_probe_kernel(const uint8_t *head, size_t len, int kind)
 int arch_load_guest(struct vm *vm, const uint8_t *kernel, size_t kernel_len, const uint8_t *initrd,
 		    size_t initrd_len, const char *cmdline)
 {
+	const struct x86_acpi_virtio_mmio vsock = {
+		.base = SKIFF_VIRTIO_MMIO_GPA,
+		.size = SKIFF_VIRTIO_MMIO_SIZE,
+		.gsi = X86_IRQ_VIRTIO, /* arch_virtio_mmio_irq() */
+	};
 	uint64_t rsdp;
 	uint8_t *zp_rsdp;
 	unsigned int i;
@@ -146,7 +152,7 @@ int arch_load_guest(struct vm *vm, const uint8_t *kernel, size_t kernel_len, con
 	err = x86_write_mptable(&vm->mem, vm->cfg.nr_vcpus);
 	if (err)
 		return err;
-	err = x86_write_acpi(&vm->mem, vm->cfg.nr_vcpus, &rsdp);
+	err = x86_write_acpi(&vm->mem, vm->cfg.nr_vcpus, &vsock, vm->cfg.has_vsock ? 1 : 0, &rsdp);
 	if (err)
 		return err;
 	zp_rsdp = guest_mem_ptr(&vm->mem, X86_ZERO_PAGE_GPA + ZP_ACPI_RSDP_ADDR, 8);

@@ -1,0 +1,70 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=bash disable=SC2154 # $tool and $case come from the sourcing script
+# Shared by the skiff-linux test scripts (sourced, bash): the host side of a guest's
+# transfer both ways and its checks. The caller sets $tool (the host's vsock-tool) and
+# $case, and defines fail MESSAGE (records a failure of the current case).
+#
+# The guest connects to two host listeners: <uds>_5000 (the guest sends, seed 33) and
+# <uds>_5001 (the host sends, seed 22), so no side waits for the other to listen. Its
+# connects wait up to 30 s, not the kernel's 2 s (transfer_test.sh says why).
+
+# skl_listen DIR MIB TIMEOUT: both listeners on DIR/v.sock_500{0,1} (TIMEOUT seconds in
+# all, boot included); returns once both listen.
+skl_listen() {
+	local d=$1 mib=$2 limit=$3
+	"$tool" listen "uds:$d/v.sock_5000" --recv "${mib}M" --peer-seed 33 --timeout "$limit" >"$d/h-recv" 2>&1 &
+	"$tool" listen "uds:$d/v.sock_5001" --send "${mib}M" --seed 22 --timeout "$limit" >"$d/h-send" 2>&1 &
+	for _ in $(seq 100); do
+		grep -q LISTENING "$d/h-recv" && grep -q LISTENING "$d/h-send" && break
+		sleep 0.1
+	done
+}
+
+# skl_guest_transfer MIB: the guest's shell lines for both directions at once, ending
+# with SKIFF-RESULT rc=N (0 when both succeeded).
+skl_guest_transfer() {
+	cat <<EOF
+vsock-tool connect 2:5000 --send $1M --seed 33 --connect-timeout 30000 --timeout 100 &
+vsock-tool connect 2:5001 --recv $1M --peer-seed 22 --connect-timeout 30000 --timeout 100
+b=\$?
+wait \$!
+echo SKIFF-RESULT rc=\$((\$? + b))
+EOF
+}
+
+# skl_reap: the listeners finish with the guest's data; 10 s after the guest, they are
+# killed.
+skl_reap() {
+	for _ in $(seq 50); do
+		[ -z "$(jobs -pr)" ] && break
+		sleep 0.2
+	done
+	# shellcheck disable=SC2046 # one word per job
+	kill $(jobs -pr) 2>/dev/null
+	wait
+}
+
+# The FNV-1a of the stream in vsock-tool's ok line of FILE (field FIELD), if any.
+skl_fnv() { sed -n "/^VSOCK-TOOL status=ok /s/.* $2=\([^ ]*\).*/\1/p" "$1" | grep -vx 0000000000000000 | head -n1; }
+
+# skl_check DIR RC: skiff (status RC) ended by the guest's reboot, the guest's result 0,
+# a console (DIR/console.txt) without Oops, BUG, WARNING, a panic or a failed insmod, and
+# both ends of each direction agree on the data.
+skl_check() {
+	local d=$1 rc=$2 con=$1/console.txt
+	grep -q 'VM ended (reboot)' "$d/skiff" || fail "skiff exit $rc: $(tail -n 2 "$d/skiff" | tr '\n' ' ')"
+	grep -qx 'SKIFF-RESULT rc=0' "$d/console.txt" || fail "guest result: $(grep SKIFF-RESULT "$d/console.txt" || echo none)"
+	grep -E 'Oops|BUG|WARNING|[Pp]anic|Call Trace|init: insmod' "$con" | sed 's/^/  console: /' |
+		grep . && fail "the guest console shows the lines above"
+	[ -n "$(skl_fnv "$d/h-recv" recv_fnv)" ] && [ "$(skl_fnv "$d/h-recv" recv_fnv)" = "$(skl_fnv "$d/console.txt" send_fnv)" ] ||
+		fail "guest to host: $(grep -h 'VSOCK-TOOL status' "$d/h-recv" || echo 'no host result')"
+	[ -n "$(skl_fnv "$d/h-send" send_fnv)" ] && [ "$(skl_fnv "$d/h-send" send_fnv)" = "$(skl_fnv "$d/console.txt" recv_fnv)" ] ||
+		fail "host to guest: $(grep -h 'VSOCK-TOOL status' "$d/h-send" || echo 'no host result')"
+}
+
+# skl_show_failure DIR: the last console lines and skiff's messages.
+skl_show_failure() {
+	echo "$(basename "$0" .sh): FAIL: $case: last console lines:"
+	grep -v '^$' "$1/console.txt" | tail -n 25 | sed 's/^/  | /'
+	sed 's/^/  skiff: /' "$1/skiff"
+}
