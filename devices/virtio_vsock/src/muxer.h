@@ -20,6 +20,11 @@ struct conn;
 
 struct muxer {
 	pthread_mutex_t lock;
+	/*
+	 * Written under lock, always with an atomic store: the control thread
+	 * reads it without the lock for the connection cap (request_socket()),
+	 * where a value one connection old is harmless (mux_insert() checks again).
+	 */
 	unsigned int count;
 	unsigned int max;
 	struct conn *bucket[MUX_BUCKETS];
