@@ -7,6 +7,9 @@ PKGS=(
 	# build
 	build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
 	check libseccomp-dev libfdt-dev liburing-dev
+	# ThreadSanitizer's runtime (scripts/test.sh's TSan stage; gcc 12 pulls it
+	# in already, named here because the stage needs it)
+	libtsan2
 	# guest kernels and initramfs
 	bc bison flex libelf-dev libssl-dev cpio xz-utils rsync busybox-static
 	linux-source-6.1

@@ -4,12 +4,15 @@
 #   prints one line about the machine (scripts/machine-info.sh), installs packages
 #   (scripts/setup.sh), builds, builds the guest kernels (cached), runs every ctest
 #   label, then builds with ASan+UBSan and runs the unit and device labels again,
-#   then the libFuzzer harnesses (fuzz/README.md: clang, build-fuzz/, label "fuzz").
+#   then builds with ThreadSanitizer and runs the unit, device and vmm labels again
+#   (build-tsan/, tsan.supp), then the libFuzzer harnesses (fuzz/README.md: clang,
+#   build-fuzz/, label "fuzz").
 # Every stage runs even when an earlier one failed (a stage that others need, such as
 # the build, skips its dependents with a message); the summary at the end lists each
 # stage's result and the exit status is 1 if any failed.
 # Extra arguments go to the first ctest run (e.g. scripts/test.sh -L device).
-# SKIFF_SKIP_ASAN=1 skips the sanitizer pass, SKIFF_SKIP_FUZZ=1 the fuzz stage.
+# SKIFF_SKIP_ASAN=1 skips the sanitizer pass, SKIFF_SKIP_TSAN=1 the TSan pass,
+# SKIFF_SKIP_FUZZ=1 the fuzz stage.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -76,6 +79,26 @@ if [ "${SKIFF_SKIP_ASAN:-0}" != 1 ]; then
 	stage "ASan+UBSan unit+device" asan
 else
 	skip "ASan+UBSan unit+device" "SKIFF_SKIP_ASAN=1"
+fi
+
+# ThreadSanitizer (-DSKIFF_SANITIZE=thread): the first report ends its process
+# (exit 66, or a seccomp kill when a filtered thread reports: see sandbox/README.md).
+# The kernel-* tests (label unit) run scripts over the patch series and headers,
+# no program of the build: TSan has nothing to check there, so they are left out.
+tsan() {
+	echo "test.sh: TSan stage: kernel-* tests left out (scripts over sources, no compiled code)"
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSKIFF_SANITIZE=thread \
+		-DSKIFF_BUILD_BENCH=OFF >/dev/null &&
+		cmake --build build-tsan -j"$jobs" &&
+		TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tsan.supp" \
+			ctest --test-dir build-tsan -L '^(unit|device|vmm)$' -E '^kernel-' -j2 \
+			--output-on-failure --no-tests=error
+}
+if [ "${SKIFF_SKIP_TSAN:-0}" != 1 ]; then
+	step "TSan build (build-tsan/): unit, device and vmm labels"
+	stage "TSan unit+device+vmm" tsan
+else
+	skip "TSan unit+device+vmm" "SKIFF_SKIP_TSAN=1"
 fi
 
 fuzz() {

@@ -29,6 +29,20 @@
 #define GUEST_FORM "socket=PATH,cid=N[,uds=PATH][,group=NAME]"
 #define CID_VALID "give a CID from 3 to 4294967294 (0, 1 and 2 are reserved, 4294967295 means any)"
 
+#ifdef SKIFF_TEST_HOOKS
+/* Test-only fault injection: in SKIFF_TEST_HOOKS builds (the test build) only. */
+#define TEST_FAULT_HELP                                                                 \
+	"  --test-fault FAULT[,port=P]   TEST ONLY: with mergeable RX buffers, make\n"  \
+	"                       every host-to-guest data packet (to guest port P,\n"    \
+	"                       1 .. 4294967295, only, if given) lie in its header:\n"  \
+	"                       FAULT is bad-num-buffers=zero|over|ring (num_buffers\n" \
+	"                       0, buffers used + 1, RX queue size + 1) or\n"           \
+	"                       bad-hdr-len=over|under (hdr.len one more or one\n"      \
+	"                       less than the payload in the buffers)\n"
+#else
+#define TEST_FAULT_HELP ""
+#endif
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -70,14 +84,7 @@ static void usage(FILE *f)
 		"                       a forbidden system call ends the process with a\n"
 		"                       message naming the thread and the call; log:\n"
 		"                       the kernel logs it and lets it run)\n"
-		"  --verbose            log every vhost-user request\n"
-		"  --test-fault FAULT[,port=P]   TEST ONLY: with mergeable RX buffers, make\n"
-		"                       every host-to-guest data packet (to guest port P,\n"
-		"                       1 .. 4294967295, only, if given) lie in its header:\n"
-		"                       FAULT is bad-num-buffers=zero|over|ring (num_buffers\n"
-		"                       0, buffers used + 1, RX queue size + 1) or\n"
-		"                       bad-hdr-len=over|under (hdr.len one more or one\n"
-		"                       less than the payload in the buffers)\n"
+		"  --verbose            log every vhost-user request\n" TEST_FAULT_HELP
 		"  -h, --help           this text\n"
 		"  -V, --version        the version\n"
 		"\n"
@@ -90,6 +97,7 @@ static void usage(FILE *f)
 		MAX_GUESTS, VSOCK_GROUP_NAME_MAX, VSOCK_MAX_RX_THREADS);
 }
 
+#ifdef SKIFF_TEST_HOOKS
 /* --test-fault FAULT[,port=P] into @cfg. Return: 0, or -EINVAL. */
 static int parse_test_fault(const char *arg, struct vsock_dev_config *cfg)
 {
@@ -122,6 +130,7 @@ static int parse_test_fault(const char *arg, struct vsock_dev_config *cfg)
 	}
 	return 0;
 }
+#endif
 
 /* One served guest: its device, vhost-user backend and listening socket. */
 struct guest {
@@ -352,6 +361,7 @@ static int parse_option(int c, const char *arg, struct args *a)
 			return -EINVAL;
 		}
 		break;
+#ifdef SKIFF_TEST_HOOKS
 	case 'F':
 		if (parse_test_fault(arg, cfg)) {
 			cli_bad_value(TOOL, "--test-fault", arg,
@@ -362,6 +372,7 @@ static int parse_option(int c, const char *arg, struct args *a)
 		}
 		fprintf(stderr, "skiff-vsock: TEST ONLY: --test-fault %s\n", arg);
 		break;
+#endif
 	case 'v':
 		a->verbose = true;
 		break;
@@ -477,7 +488,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "conn-buf", required_argument, NULL, 'b' },
 		{ "seccomp", required_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
+#ifdef SKIFF_TEST_HOOKS
 		{ "test-fault", required_argument, NULL, 'F' },
+#endif
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },

@@ -65,13 +65,28 @@ struct vu_backend {
 	struct vu_ring rings[VSOCK_VQ_NUM];
 	int slave_fd;
 	int fault_fd; /* eventfd: the SIGBUS guard saw our memory fault */
-	bool started; /* vsock_dev_start() succeeded, no stop since */
+	/*
+	 * vsock_dev_start() succeeded, no stop since. Written only by the
+	 * thread serving the frontend; vu_backend_started() may read it from
+	 * any thread, so it is stored and loaded atomically.
+	 */
+	bool started;
 	unsigned int passed; /* bit q: vring q was given to the device at start */
 	bool dev_has_mem; /* the device holds our current table */
 	bool dev_has_features; /* the device holds our acked features */
 	unsigned int log_budget;
+	/*
+	 * Written by the thread serving the frontend, read by
+	 * vu_backend_get_stats() on any thread: updated and read atomically
+	 * (stat_inc(), each field on its own).
+	 */
 	struct vu_backend_stats stats;
 };
+
+static void stat_inc(uint64_t *ctr)
+{
+	__atomic_add_fetch(ctr, 1, __ATOMIC_RELAXED);
+}
 
 static const char *const req_names[] = {
 	[VU_REQ_GET_FEATURES] = "GET_FEATURES",
@@ -109,7 +124,7 @@ vu_err(struct vu_backend *vb, const char *fmt, ...)
 {
 	va_list ap;
 
-	vb->stats.rejected++;
+	stat_inc(&vb->stats.rejected);
 	if (!vb->log_budget)
 		return;
 	vb->log_budget--;
@@ -189,7 +204,7 @@ static void quiesce(struct vu_backend *vb)
 	for (q = 0; q < VSOCK_VQ_NUM; q++)
 		if (vb->passed & (1u << q))
 			vb->rings[q].base = last[q];
-	vb->started = false;
+	__atomic_store_n(&vb->started, false, __ATOMIC_RELEASE);
 }
 
 static bool ring_enabled(const struct vu_backend *vb, const struct vu_ring *r)
@@ -311,10 +326,10 @@ static int try_start(struct vu_backend *vb)
 	ret = vsock_dev_start(vb->dev);
 	if (ret)
 		return ret;
-	vb->started = true;
+	__atomic_store_n(&vb->started, true, __ATOMIC_RELEASE);
 	vb->passed = passed;
 	nudge(vb, passed);
-	vb->stats.dev_starts++;
+	stat_inc(&vb->stats.dev_starts);
 	if (vb->verbose)
 		fprintf(stderr, "skiff-vsock: device started (vrings 0x%x)\n", passed);
 	return 0;
@@ -356,11 +371,11 @@ static bool take_fault(struct vu_backend *vb)
 
 void vu_backend_disconnect(struct vu_backend *vb)
 {
-	vb->stats.disconnects++;
+	stat_inc(&vb->stats.disconnects);
 	reset_state(vb);
 	/* After the reset: no device thread touches the old memory any more. */
 	if (take_fault(vb))
-		vb->stats.mem_faults++;
+		stat_inc(&vb->stats.mem_faults);
 }
 
 void vu_backend_destroy(struct vu_backend *vb)
@@ -374,12 +389,16 @@ void vu_backend_destroy(struct vu_backend *vb)
 
 bool vu_backend_started(const struct vu_backend *vb)
 {
-	return vb->started;
+	return __atomic_load_n(&vb->started, __ATOMIC_ACQUIRE);
 }
 
 void vu_backend_get_stats(const struct vu_backend *vb, struct vu_backend_stats *out)
 {
-	*out = vb->stats;
+	out->msgs = __atomic_load_n(&vb->stats.msgs, __ATOMIC_RELAXED);
+	out->rejected = __atomic_load_n(&vb->stats.rejected, __ATOMIC_RELAXED);
+	out->disconnects = __atomic_load_n(&vb->stats.disconnects, __ATOMIC_RELAXED);
+	out->dev_starts = __atomic_load_n(&vb->stats.dev_starts, __ATOMIC_RELAXED);
+	out->mem_faults = __atomic_load_n(&vb->stats.mem_faults, __ATOMIC_RELAXED);
 }
 
 /* Take fd @i out of @msg (the message no longer closes it). */
@@ -725,7 +744,7 @@ int vu_backend_handle_one(struct vu_backend *vb, int sock)
 	ret = vu_msg_recv(sock, &msg);
 	if (ret)
 		return ret;
-	vb->stats.msgs++;
+	stat_inc(&vb->stats.msgs);
 	if (vb->verbose)
 		fprintf(stderr, "skiff-vsock: <- %s (%u) flags 0x%x size %u fds %u [%08x %08x]\n",
 			req_name(msg.hdr.request), msg.hdr.request, msg.hdr.flags, msg.hdr.size,

@@ -43,6 +43,11 @@ static const char *const kind_names[SANDBOX_KIND_NUM] = {
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER; /* protects the set-up below */
 static bool inited;
+/*
+ * Written under init_lock, read by sandbox_mode() on any thread without it
+ * (the spawner and device threads read it while sandbox_init() finishes):
+ * every store is atomic for those lock-free readers.
+ */
 static enum sandbox_mode cur_mode;
 static const char *prog_name = "skiff";
 static struct sock_fprog progs[SANDBOX_KIND_NUM]; /* read-only once inited */
@@ -295,7 +300,7 @@ int sandbox_init(enum sandbox_mode mode, const char *prog)
 		goto err_free;
 	}
 done:
-	cur_mode = mode;
+	__atomic_store_n(&cur_mode, mode, __ATOMIC_RELEASE);
 	inited = true;
 out:
 	pthread_mutex_unlock(&init_lock);

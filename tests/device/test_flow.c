@@ -350,7 +350,7 @@ END_TEST
 
 struct hstream {
 	int fd;
-	volatile int stop;
+	int stop; /* set by the test's thread, polled by host_stream(): atomic */
 };
 
 static void *host_stream(void *arg)
@@ -358,7 +358,7 @@ static void *host_stream(void *arg)
 	struct hstream *h = arg;
 	static uint8_t buf[65536];
 
-	while (!h->stop)
+	while (!__atomic_load_n(&h->stop, __ATOMIC_ACQUIRE))
 		if (hp_write_all(h->fd, buf, sizeof(buf), FX_T) < 0)
 			break;
 	return NULL;
@@ -405,7 +405,7 @@ START_TEST(t_control_not_behind_bulk)
 		sim_abort(n);
 	}
 	for (i = 0; i < 4; i++) {
-		hs[i].stop = 1;
+		__atomic_store_n(&hs[i].stop, 1, __ATOMIC_RELEASE);
 		shutdown(hs[i].fd, SHUT_RDWR);
 		pthread_join(t[i], NULL);
 		close(hs[i].fd);

@@ -2,6 +2,7 @@
 /* Unit tests: the connection table (insert, lookup, remove, cap, drain). */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "conn.h"
@@ -118,6 +119,51 @@ START_TEST(drain_empties)
 }
 END_TEST
 
+struct churn {
+	struct muxer *m;
+	struct conn *c;
+	int done;
+};
+
+static void *churn_main(void *arg)
+{
+	struct churn *ch = arg;
+	unsigned int i;
+
+	for (i = 0; i < 20000; i++) {
+		ck_assert_int_eq(mux_insert(ch->m, ch->c), 0);
+		ck_assert_int_eq(mux_remove(ch->m, ch->c), 1);
+	}
+	__atomic_store_n(&ch->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * The control thread reads the count without the table's lock (the cap check
+ * before it connects, dev_ctl.c request_socket()) while pumps insert and
+ * remove: every store of the count must be atomic. Fails under TSan
+ * (-DSKIFF_SANITIZE=thread) when one is not; elsewhere it checks the bounds.
+ */
+START_TEST(count_read_without_lock)
+{
+	struct muxer m;
+	struct churn ch = { .m = &m, .c = mk(7, 8) };
+	unsigned long reads = 0;
+	pthread_t t;
+
+	ck_assert_int_eq(mux_init(&m, 10), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, churn_main, &ch), 0);
+	while (!__atomic_load_n(&ch.done, __ATOMIC_ACQUIRE) || !reads) {
+		ck_assert_uint_le(__atomic_load_n(&m.count, __ATOMIC_RELAXED), 1);
+		reads++;
+	}
+	pthread_join(t, NULL);
+	ck_assert_uint_eq(m.count, 0);
+	conn_put(ch.c);
+	mux_fini(&m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("muxer");
@@ -128,6 +174,7 @@ int main(void)
 	tcase_add_test(tc, insert_lookup_remove);
 	tcase_add_test(tc, cap_and_collisions);
 	tcase_add_test(tc, drain_empties);
+	tcase_add_test(tc, count_read_without_lock);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -90,10 +90,15 @@ struct vm {
 
 	/* Set once the VM must end; vCPU loops test it before every KVM_RUN. */
 	atomic_bool ending;
+	/*
+	 * skiff_vm_start() was called. Written by the thread that starts the
+	 * VM, without the lock; skiff_vm_stop() reads it on any thread (the
+	 * CLI's signal thread), so it is atomic.
+	 */
+	atomic_bool started;
 
 	pthread_mutex_t lock; /* protects the fields below */
 	pthread_cond_t cond; /* signalled when running_vcpus drops or the VM ends */
-	bool started;
 	bool joined;
 	unsigned int running_vcpus;
 	struct skiff_exit exit;

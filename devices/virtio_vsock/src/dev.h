@@ -69,7 +69,14 @@ struct pump {
 	struct conn *work_head, *work_tail; /* connections with something to do */
 	struct conn *blocked; /* waiting for RX buffers */
 	bool sleeping; /* in epoll_wait with nothing to do */
-	bool starved; /* found no RX buffer; waits for a kick */
+	/*
+	 * Found no RX buffer; waits for a kick. Written under lock only
+	 * (pump_set_starved()); the pump reads it without the lock as a hint
+	 * while serving (pump_starved()), so every access outside the lock is
+	 * atomic. A stale value costs one round: the decision that parks a
+	 * connection is made again under lock (pump_main()).
+	 */
+	bool starved;
 	atomic_bool give_back; /* a starved pump asks for this one's reserved chains */
 
 	/* Owned by the pump thread. */
@@ -161,6 +168,10 @@ struct vsock_dev {
 
 	pthread_mutex_t raw_lock; /* protects raw, raw_n */
 	struct virtio_vsock_hdr raw[DEV_RAW_MAX]; /* conn-less replies, host order */
+	/*
+	 * Written under raw_lock, always with an atomic store: pump 0 reads it
+	 * without the lock to decide whether to sleep (pump_main()).
+	 */
 	unsigned int raw_n;
 
 	struct muxer mux;
@@ -286,6 +297,21 @@ int pump_watch(struct conn *c);
  * backlog would never be written, the caller resets @c.
  */
 int pump_set_out(struct conn *c, bool on);
+/*
+ * pump_starved() - whether @p found no RX buffer, read without p->lock: a
+ * hint (see struct pump); any thread.
+ */
+static inline bool pump_starved(const struct pump *p)
+{
+	return __atomic_load_n(&p->starved, __ATOMIC_RELAXED);
+}
+
+/* pump_set_starved() - mark @p starved or not; the caller holds p->lock. */
+static inline void pump_set_starved(struct pump *p, bool starved)
+{
+	__atomic_store_n(&p->starved, starved, __ATOMIC_RELAXED);
+}
+
 /* pump_rx_kicked() - the guest added RX buffers: wake starved pumps. */
 void pump_rx_kicked(struct vsock_dev *dev);
 /*

@@ -442,7 +442,7 @@ static void dev_clear(struct vsock_dev *dev)
 		drop_list(dev, p->work_head);
 		drop_list(dev, p->blocked);
 		p->work_head = p->work_tail = p->blocked = NULL;
-		p->starved = false;
+		pump_set_starved(p, false); /* threads stopped: no lock needed */
 		p->cache_n = p->cache_first = 0;
 		p->done_n = 0;
 		p->unsignalled = false;
@@ -451,7 +451,7 @@ static void dev_clear(struct vsock_dev *dev)
 	/* Host clients still in the listen backlog were CONNECTs pending: drop them. */
 	while ((fd = accept4(dev->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0)
 		close(fd);
-	dev->raw_n = 0;
+	__atomic_store_n(&dev->raw_n, 0, __ATOMIC_RELAXED);
 	dev->pool_n = 0;
 }
 

@@ -62,7 +62,7 @@ int mux_insert(struct muxer *m, struct conn *c)
 		c->hash_next = m->bucket[b];
 		m->bucket[b] = c;
 		c->in_table = true;
-		m->count++;
+		__atomic_store_n(&m->count, m->count + 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&m->lock);
 	return ret;
@@ -83,7 +83,7 @@ int mux_remove(struct muxer *m, struct conn *c)
 			}
 		}
 		c->in_table = false;
-		m->count--;
+		__atomic_store_n(&m->count, m->count - 1, __ATOMIC_RELAXED);
 		removed = 1;
 	}
 	pthread_mutex_unlock(&m->lock);
@@ -125,7 +125,7 @@ void mux_drain(struct muxer *m, void (*fn)(struct conn *c, void *opaque), void *
 			if (c) {
 				m->bucket[b] = c->hash_next;
 				c->in_table = false;
-				m->count--;
+				__atomic_store_n(&m->count, m->count - 1, __ATOMIC_RELAXED);
 			}
 			pthread_mutex_unlock(&m->lock);
 			if (!c)

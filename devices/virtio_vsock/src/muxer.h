@@ -5,7 +5,8 @@
  * packets for CID 2 reach it, and packets that belong to no connection
  * (a REQUEST, a stray packet, later datagrams) are handled by the caller.
  *
- * Locking: mux->lock protects the buckets, the count and every conn's
+ * Locking: mux->lock protects the buckets, the count (stored atomically, read
+ * without the lock: see struct muxer) and every conn's
  * hash_next / in_table. Lock order: conn->lock before mux->lock.
  */
 #ifndef SKIFF_VSOCK_MUXER_H
@@ -20,6 +21,11 @@ struct conn;
 
 struct muxer {
 	pthread_mutex_t lock;
+	/*
+	 * Written under lock, always with an atomic store: the control thread
+	 * reads it without the lock for the connection cap (request_socket()),
+	 * where a value one connection old is harmless (mux_insert() checks again).
+	 */
 	unsigned int count;
 	unsigned int max;
 	struct conn *bucket[MUX_BUCKETS];

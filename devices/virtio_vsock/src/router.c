@@ -618,11 +618,11 @@ static bool starve(struct pump *p)
 	unsigned int i;
 
 	pthread_mutex_lock(&p->lock);
-	p->starved = true;
+	pump_set_starved(p, true);
 	pthread_mutex_unlock(&p->lock);
 	if (slot_get(p, 0)) {
 		pthread_mutex_lock(&p->lock);
-		p->starved = false;
+		pump_set_starved(p, false);
 		pthread_mutex_unlock(&p->lock);
 		return false;
 	}
@@ -672,7 +672,7 @@ void route_rx_serve(struct pump *p)
 	if (!me)
 		return;
 	g = me->g;
-	while (budget-- && !p->starved) {
+	while (budget-- && !pump_starved(p)) {
 		struct fwd_pkt *f = NULL, rst;
 		bool have_rst = false;
 

@@ -150,7 +150,7 @@ void pump_rx_kicked(struct vsock_dev *dev)
 
 		pthread_mutex_lock(&p->lock);
 		if (p->starved) {
-			p->starved = false;
+			pump_set_starved(p, false);
 			while (p->blocked) {
 				struct conn *c = p->blocked;
 
@@ -178,10 +178,12 @@ static void put_hdr(struct pump *p, struct rx_slot *s, struct virtio_vsock_hdr *
 	iov_write(s->c.iov + s->c.n_out, s->c.n_in, 0, &m, rx_hdr_len(p->dev));
 }
 
+#ifdef SKIFF_TEST_HOOKS
 /*
- * Test only (vsock_dev_config.test_fault): make RW header @h of @c, about
- * to go out in *@nbufs chains, lie about that layout. The used entries are
- * left true, so the guest sees exactly the lie chosen.
+ * Test only (vsock_dev_config.test_fault, SKIFF_TEST_HOOKS builds): make
+ * RW header @h of @c, about to go out in *@nbufs chains, lie about that
+ * layout. The used entries are left true, so the guest sees exactly the lie
+ * chosen.
  */
 static void test_fault(struct pump *p, const struct conn *c, struct virtio_vsock_hdr *h,
 		       uint16_t *nbufs)
@@ -213,6 +215,7 @@ static void test_fault(struct pump *p, const struct conn *c, struct virtio_vsock
 		break;
 	}
 }
+#endif
 
 /* Raise counter @ctr to @v if below (lock free; concurrent pumps may race). */
 static void ctr_max(_Atomic uint64_t *ctr, uint64_t v)
@@ -432,8 +435,10 @@ static int emit_rw(struct pump *p, struct conn *c)
 	}
 	conn_fill_hdr(c, &h, VIRTIO_VSOCK_OP_RW, flags, n);
 	nbufs = (uint16_t)(i + 1);
+#ifdef SKIFF_TEST_HOOKS
 	if (mrg && dev->cfg.test_fault)
 		test_fault(p, c, &h, &nbufs);
+#endif
 	put_hdr(p, s, &h, nbufs);
 	slots_consume(p, i + 1);
 	c->h2g_sent += n;
@@ -503,7 +508,7 @@ static enum serve_result serve(struct pump *p, struct conn *c)
 			conn_reset(c, true);
 	}
 	while (budget > 0) {
-		if (p->starved && (c->pending || data_ready(c))) {
+		if (pump_starved(p) && (c->pending || data_ready(c))) {
 			res = SERVE_BLOCKED;
 			break;
 		}
@@ -542,12 +547,12 @@ static enum serve_result serve(struct pump *p, struct conn *c)
 		}
 		if (ret == -EAGAIN) {
 			pthread_mutex_lock(&p->lock);
-			p->starved = true;
+			pump_set_starved(p, true);
 			pthread_mutex_unlock(&p->lock);
 			/* Re-check after asking for a kick: buffers may have come. */
 			if (slot_get(p, 0)) {
 				pthread_mutex_lock(&p->lock);
-				p->starved = false;
+				pump_set_starved(p, false);
 				pthread_mutex_unlock(&p->lock);
 				continue;
 			}
@@ -585,7 +590,7 @@ static bool serve_raw(struct pump *p)
 	for (;;) {
 		struct virtio_vsock_hdr h;
 
-		if (p->starved)
+		if (pump_starved(p))
 			return false;
 		pthread_mutex_lock(&dev->raw_lock);
 		if (!dev->raw_n) {
@@ -596,11 +601,11 @@ static bool serve_raw(struct pump *p)
 		pthread_mutex_unlock(&dev->raw_lock);
 		if (emit_hdr(p, &h)) {
 			pthread_mutex_lock(&p->lock);
-			p->starved = true;
+			pump_set_starved(p, true);
 			pthread_mutex_unlock(&p->lock);
 			if (slot_get(p, 0)) {
 				pthread_mutex_lock(&p->lock);
-				p->starved = false;
+				pump_set_starved(p, false);
 				pthread_mutex_unlock(&p->lock);
 				continue;
 			}
@@ -609,7 +614,7 @@ static bool serve_raw(struct pump *p)
 		}
 		pthread_mutex_lock(&dev->raw_lock);
 		memmove(&dev->raw[0], &dev->raw[1], (dev->raw_n - 1) * sizeof(dev->raw[0]));
-		dev->raw_n--;
+		__atomic_store_n(&dev->raw_n, dev->raw_n - 1, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&dev->raw_lock);
 	}
 }

@@ -2,7 +2,12 @@
 # SPDX-License-Identifier: MIT
 """skiff-vsock as a process: arguments, one vhost-user request over its socket, SIGTERM
 (clean exit, both socket files removed), SIGKILL leaving stale socket files that the next
-start replaces. Usage: cli_test.py SKIFF_VSOCK"""
+start replaces. Usage: cli_test.py SKIFF_VSOCK
+       cli_test.py --release SKIFF_VSOCK_RELEASE: a build without the test hooks
+       (SKIFF_TEST_HOOKS off, as a release build): --help does not show --test-fault
+       and the option is refused like any unknown one; only that.
+       cli_test.py --no-hooks SKIFF_VSOCK: every check, on a build without the hooks
+       (those of --release instead of those of --test-fault)."""
 import os
 import shutil
 import signal
@@ -13,7 +18,8 @@ import sys
 import tempfile
 import time
 
-BIN = sys.argv[1]
+MODE = sys.argv[1] if sys.argv[1] in ("--release", "--no-hooks") else ""
+BIN = sys.argv[2] if MODE else sys.argv[1]
 fails = []
 
 
@@ -61,6 +67,28 @@ def usage_error(args, *needles):
            + ("" if ok else f": {r.stderr!r}"))
 
 
+def release_checks():
+    """The hook-less build: no --test-fault anywhere in its interface."""
+    r = subprocess.run([BIN, "--help"], capture_output=True, text=True)
+    expect(r.returncode == 0 and "--seccomp kill|log|off" in r.stdout
+           and "--test-fault" not in r.stdout and "TEST ONLY" not in r.stdout,
+           "release --help: usage without --test-fault or any TEST ONLY option")
+    t = tempfile.mkdtemp(prefix="vu-cli-rel-")
+    one = ["--socket", f"{t}/x", "--cid", "3", "--uds", f"{t}/y"]
+    usage_error([*one, "--test-fault", "bad-hdr-len=over"], "unknown option '--test-fault'",
+                "see skiff-vsock --help")
+    usage_error([*one, "--test-fault=bad-num-buffers=zero,port=6200"],
+                "unknown option '--test-fault=bad-num-buffers=zero,port=6200'")
+    expect(not os.listdir(t), "release: the refused command line made no socket")
+    shutil.rmtree(t)
+
+
+if MODE:
+    release_checks()
+if MODE == "--release":
+    print("cli_test --release: " + ("all passed" if not fails else f"{len(fails)} failed"))
+    sys.exit(1 if fails else 0)
+
 for h in ("--help", "-h"):
     r = subprocess.run([BIN, h], capture_output=True, text=True)
     expect(r.returncode == 0 and "--socket" in r.stdout and "--seccomp kill|log|off" in r.stdout,
@@ -99,7 +127,9 @@ usage_error(["--guest", f"socket={X},cid=3", "--seccomp", "strict"], "bad --secc
 for f in ("bad-num-buffers", "bad-num-buffers=", "bad-num-buffers=zeros", "bad-hdr-len=zero",
           "bad-num-buffers=over,", "bad-num-buffers=over,port=", "bad-num-buffers=over,port=0",
           "bad-num-buffers=over,port=4294967296", "bad-num-buffers=over,prt=5"):
-    usage_error([*ONE, "--test-fault", f], f"bad --test-fault '{f}'", "port=P (P from 1 to 4294967295)")
+    if not MODE:
+        usage_error([*ONE, "--test-fault", f], f"bad --test-fault '{f}'",
+                    "port=P (P from 1 to 4294967295)")
 # options given twice (--guest is the repeatable one)
 usage_error([*ONE, "--cid", "4"], "--cid given twice ('3', then '4')")
 usage_error([*ONE, "--rx-threads", "1", "--rx-threads", "2"], "--rx-threads given twice ('1', then '2')")
@@ -135,8 +165,10 @@ usage_error(["--socket", X, "--cid", "3", "--uds", "/tmp/" + "u" * 92],
 
 shutil.rmtree(T)
 
-r = subprocess.run([BIN, "--help"], capture_output=True, text=True)
-expect("--test-fault" in r.stdout and "TEST ONLY" in r.stdout, "--help documents --test-fault as test only")
+if not MODE:
+    r = subprocess.run([BIN, "--help"], capture_output=True, text=True)
+    expect("--test-fault" in r.stdout and "TEST ONLY" in r.stdout,
+           "--help documents --test-fault as test only")
 
 with tempfile.TemporaryDirectory(prefix="vu-cli-") as d:
     p, s = start(d, "--mrg-rxbuf", "off")

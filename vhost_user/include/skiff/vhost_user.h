@@ -93,10 +93,10 @@ void vu_backend_disconnect(struct vu_backend *vb);
  */
 int vu_backend_fault_fd(const struct vu_backend *vb);
 
-/* vu_backend_started() - whether the device is running now. */
+/* vu_backend_started() - whether the device is running now (any thread). */
 bool vu_backend_started(const struct vu_backend *vb);
 
-/* vu_backend_get_stats() - snapshot of the protocol counters. */
+/* vu_backend_get_stats() - snapshot of the protocol counters (any thread; each counter read atomically). */
 void vu_backend_get_stats(const struct vu_backend *vb, struct vu_backend_stats *out);
 
 /*

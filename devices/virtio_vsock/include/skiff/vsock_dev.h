@@ -90,7 +90,13 @@ enum vsock_thread_kind {
 typedef int (*vsock_spawn_fn)(void *opaque, enum vsock_thread_kind kind, pthread_t *thread,
 			      void *(*fn)(void *), void *arg);
 
-/* vsock_dev_config.test_fault: what the lying RW packet header says. */
+#ifdef SKIFF_TEST_HOOKS
+/*
+ * vsock_dev_config.test_fault: what the lying RW packet header says. Test
+ * builds only: SKIFF_TEST_HOOKS comes with the library (a PUBLIC definition
+ * of the skiff_vsock CMake target when -DSKIFF_TEST_HOOKS=ON, the default
+ * with the tests), so the library and its users agree on the layout.
+ */
 enum vsock_test_fault {
 	VSOCK_TEST_FAULT_NONE = 0,
 	VSOCK_TEST_FAULT_NUMBUF_ZERO, /* num_buffers = 0 */
@@ -99,6 +105,7 @@ enum vsock_test_fault {
 	VSOCK_TEST_FAULT_LEN_OVER, /* hdr.len = bytes written + 1 */
 	VSOCK_TEST_FAULT_LEN_UNDER, /* hdr.len = bytes written - 1 (payload >= 1) */
 };
+#endif
 
 struct vsock_dev_config {
 	/* Guest CID, >= 3 and < 2^32 - 1 (VMADDR_CID_ANY). */
@@ -154,8 +161,9 @@ struct vsock_dev_config {
 	 * that must show the guest packets of a given size.
 	 */
 	uint32_t rx_pkt_max;
+#ifdef SKIFF_TEST_HOOKS
 	/*
-	 * Test only (never set outside tests): make the header of every RX RW
+	 * Test only (SKIFF_TEST_HOOKS builds): make the header of every RX RW
 	 * packet to guest port test_fault_port (0: any port) lie about the
 	 * packet's layout, as a broken or hostile device would, while the used
 	 * ring entries stay true. Applies only when MRG_RXBUF is negotiated
@@ -163,6 +171,7 @@ struct vsock_dev_config {
 	 */
 	unsigned int test_fault;
 	uint32_t test_fault_port;
+#endif
 	/* Interrupt output; see vsock_notify_fn. */
 	vsock_notify_fn notify;
 	void *notify_opaque;
