@@ -129,6 +129,29 @@ START_TEST(stop_spinning_guest)
 }
 END_TEST
 
+/*
+ * A stop before the start (a SIGTERM that reaches skiff's signal thread
+ * while the VM is being built) is kept: the spinning guest ends at once
+ * with "stopped" instead of running on.
+ */
+START_TEST(stop_before_start)
+{
+	struct skiff_exit ex;
+	struct skiff_vm *vm;
+
+	ck_assert_int_eq(skiff_vm_create(&vm), 0);
+	ck_assert_int_eq(skiff_vm_set_kernel(vm, guest_path("guest_exit"), SKIFF_KERNEL_TINY), 0);
+	ck_assert_int_eq(skiff_vm_set_cmdline(vm, "spin=1 n=10"), 0);
+	ck_assert_int_eq(skiff_vm_set_memory(vm, MEM), 0);
+	ck_assert_int_eq(skiff_vm_set_console(vm, SKIFF_CONSOLE_NONE, NULL, -1), 0);
+	ck_assert_int_eq(skiff_vm_stop(vm), 0);
+	ck_assert_int_eq(skiff_vm_start(vm), 0);
+	ck_assert_int_eq(skiff_vm_wait(vm, 30000, &ex), 0);
+	ck_assert_str_eq(skiff_exit_reason_name(ex.reason), "stopped");
+	skiff_vm_destroy(vm);
+}
+END_TEST
+
 START_TEST(two_vms_one_process)
 {
 	struct skiff_vm *vm[2];
@@ -324,6 +347,7 @@ int main(void)
 	tcase_add_test(tc, triple_fault);
 	tcase_add_test(tc, emulation_failure_names_rip_and_bytes);
 	tcase_add_test(tc, stop_spinning_guest);
+	tcase_add_test(tc, stop_before_start);
 	tcase_add_test(tc, two_vms_one_process);
 	tcase_add_test(tc, config_errors);
 	tcase_add_test(tc, serial_and_debug_exit_port);

@@ -247,7 +247,9 @@ int skiff_vm_wait(struct skiff_vm *vm, int timeout_ms, struct skiff_exit *out);
 /*
  * skiff_vm_stop() - end a running VM with SKIFF_EXIT_STOPPED (unless it has
  * already ended). Does not wait. Not async-signal-safe: call it from a
- * thread (e.g. one that sigwait()s). Return: 0.
+ * thread (e.g. one that sigwait()s). A stop that comes before or while
+ * another thread runs skiff_vm_start() is kept: that VM ends at once once
+ * its vCPUs exist, with SKIFF_EXIT_STOPPED. Return: 0; -EINVAL for NULL.
  */
 int skiff_vm_stop(struct skiff_vm *vm);
 

@@ -594,6 +594,18 @@ int skiff_vm_start(struct skiff_vm *h)
 	if (err)
 		vm_end(vm, SKIFF_EXIT_VMM_ERROR, 0, -1, err, "cannot start vCPU thread: %s",
 		       strerror(-err));
+	else if (atomic_load(&vm->stop_requested))
+		vm_end(vm, SKIFF_EXIT_STOPPED, 0, -1, 0, "stopped by the host");
+	/*
+	 * A vm_end() before the vCPUs had their kvm_run (a stop while the VM was
+	 * built) kicked nothing and set ending, so no later call kicks: do it.
+	 */
+	if (atomic_load(&vm->ending)) {
+		pthread_mutex_lock(&vm->lock);
+		for (i = 0; i < vm->nr_vcpus; i++)
+			vcpu_kick(&vm->vcpus[i]);
+		pthread_mutex_unlock(&vm->lock);
+	}
 	return err;
 }
 
@@ -643,6 +655,12 @@ int skiff_vm_stop(struct skiff_vm *h)
 {
 	if (!h)
 		return -EINVAL;
+	/*
+	 * Recorded first (seq_cst), then started is read; skiff_vm_start() sets
+	 * started, then reads this after its vCPUs exist: one of the two sees
+	 * the other, so a stop racing a start is never lost.
+	 */
+	atomic_store(&h->vm.stop_requested, true);
 	if (h->vm.started)
 		vm_end(&h->vm, SKIFF_EXIT_STOPPED, 0, -1, 0, "stopped by the host");
 	return 0;

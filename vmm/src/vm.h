@@ -90,6 +90,8 @@ struct vm {
 
 	/* Set once the VM must end; vCPU loops test it before every KVM_RUN. */
 	atomic_bool ending;
+	/* skiff_vm_stop() was called, maybe before or during skiff_vm_start() */
+	atomic_bool stop_requested;
 	/*
 	 * skiff_vm_start() was called. Written by the thread that starts the
 	 * VM, without the lock; skiff_vm_stop() reads it on any thread (the
