@@ -398,7 +398,10 @@ static uint64_t mono_ns(void)
 
 /*
  * With SKIFF_STATS=PATH in the environment, write counters as key=value
- * lines to PATH when the VM has ended (for bench/vmm_bench.c).
+ * lines to PATH when the VM has ended (for bench/vmm_bench.c and the
+ * skiff-linux tests): the VMM's, then the vsock device's (struct
+ * skiff_counters, libskiff.h, says what each one counts; all 0 without
+ * --vsock).
  */
 static char stats_buf[1024]; /* the stats file's stdio buffer, see cmd_run() */
 
@@ -418,10 +421,20 @@ static void write_stats(struct skiff_vm *vm, FILE *f)
 	fprintf(f, "int3_injected=%llu\nfwait_handled=%llu\nvsock_status=0x%x\n",
 		(unsigned long long)c.int3_injected, (unsigned long long)c.fwait_handled,
 		c.vsock_status);
-	fprintf(f, "vsock_driver_features=0x%llx\n", (unsigned long long)c.vsock_driver_features);
+	fprintf(f, "vsock_device_features=0x%llx\nvsock_driver_features=0x%llx\n",
+		(unsigned long long)c.vsock_device_features,
+		(unsigned long long)c.vsock_driver_features);
 	fprintf(f, "vsock_kicks=%llu\nvsock_rx_pkts=%llu\nvsock_tx_pkts=%llu\n",
 		(unsigned long long)c.vsock_kicks, (unsigned long long)c.vsock_rx_pkts,
 		(unsigned long long)c.vsock_tx_pkts);
+	fprintf(f, "vsock_rx_bytes=%llu\nvsock_tx_bytes=%llu\nvsock_conns_opened=%llu\n",
+		(unsigned long long)c.vsock_rx_bytes, (unsigned long long)c.vsock_tx_bytes,
+		(unsigned long long)c.vsock_conns_opened);
+	fprintf(f, "vsock_conns_refused=%llu\nvsock_conn_resets=%llu\nvsock_malformed_pkts=%llu\n",
+		(unsigned long long)c.vsock_conns_refused, (unsigned long long)c.vsock_conn_resets,
+		(unsigned long long)c.vsock_malformed_pkts);
+	fprintf(f, "vsock_dropped_pkts=%llu\nvsock_stray_pkts=%llu\n",
+		(unsigned long long)c.vsock_dropped_pkts, (unsigned long long)c.vsock_stray_pkts);
 	fclose(f);
 }
 
