@@ -44,7 +44,7 @@ w=$(mktemp -d "$build/skiff-linux.XXXXXX")
 trap 'rm -rf "$w"' EXIT
 cd "$w"
 set +e
-bash "$repo/scripts/test-host.sh" --work "$w" --timeout 300 -- \
+bash "$repo/scripts/test-host.sh" --work "$w" --timeout 360 -- \
 	"$py" "$repo/tests/uml/e2e/guest_e2e.py" --vmm skiff --variant "$variant" --mrg-rxbuf "$mrg" \
 	--kernel "$kernel" --skiff "$build/vmm/skiff" --initrd "$initrd" --vsock-tool "$build/tests/guest-programs/vsock-tool" \
-	--uds-peer "$build/tests/uml/uds-peer" --timeout 200 "$@"
+	--uds-peer "$build/tests/uml/uds-peer" --timeout 240 "$@"

@@ -18,12 +18,12 @@ case reboots the guest with connections open; the next boot fetches the followin
 Usage: guest_e2e.py --vmm uml|qemu|skiff [--kernel PATH | --variant baseline|patched]
                     (--skiff-vsock BIN | --skiff BIN) --vsock-tool BIN --uds-peer BIN
                     [--initrd FILE] [--mrg-rxbuf on|off] [--set full|smoke|span|fault]
-                    [--stream-mib N] [--verbose] [--keep]
+                    [--stream-mib N] [--conn-kib N] [--verbose] [--keep]
                     [--rx-pkt-max N] [--expect-bufs N] [--test-fault FAULT[,port=P]]
 Sets: full and smoke (the negotiated features, streams both ways, many connections,
 SEQPACKET, refused connects both ways, half-close both ways, one-shot host senders;
-full: 64 MiB streams (--stream-mib), 32 connections, a reboot with live connections and
-traffic after it); span (mergeable RX buffers: 8 MiB streams and SEQPACKET messages at 1/2/16/17-buffer
+full: 64 MiB streams (--stream-mib), 32 connections of 1 MiB (--conn-kib), a reboot with
+live connections and traffic after it); span (mergeable RX buffers: 8 MiB streams and SEQPACKET messages at 1/2/16/17-buffer
 boundaries; with --expect-bufs N the device's rx_chains_max must be N); fault (a lying device,
 skiff-vsock --test-fault: the guest must drop every lying packet, say so in dmesg, not leak
 (MemFree), show no Oops/BUG/WARN, and keep moving checked data). Every set fails on an
@@ -96,6 +96,7 @@ class Case:
         self.error = None
         self.note = ""  # shown after PASS (what was measured)
         self.t_step = self.t_result = None  # when the guest announced the step, and ended it
+        self.t_summary = None  # when the guest printed its summary
 
 
 def same(a, b, what):
@@ -349,6 +350,7 @@ def make_cases(full, a):
     big = (a.stream_mib if full else 4) * MiB
     conns = 32 if full else 4
     per = 1 * MiB
+    per_conn = a.conn_kib * 1024 if full else per  # each of the many connections
     add = cases.append
     add(Case("features", SHOW_FEATURES, summary=False,
              check=lambda c, g, h: check_features(c, want_mrg_rxbuf(a))))
@@ -357,12 +359,12 @@ def make_cases(full, a):
     add(Case("h2g_stream", f"vsock-tool listen 5002 --recv {big} --peer-seed 7",
              ["connect", "5002", "--send", str(big), "--seed", "7"], host_when="listening",
              check=lambda c, g, h: check_h2g(c, g, h, big)))
-    add(Case("g2h_conns", f"vsock-tool connect 2:5003 --conns {conns} --send {per}",
+    add(Case("g2h_conns", f"vsock-tool connect 2:5003 --conns {conns} --send {per_conn}",
              ["listen", "5003", "--recv", "--conns", str(conns)],
-             check=lambda c, g, h: check_g2h(c, g, h, conns * per)))
-    add(Case("h2g_conns", f"vsock-tool listen 5004 --conns {conns} --recv {per} --peer-seed 9",
-             ["connect", "5004", "--conns", str(conns), "--send", str(per), "--seed", "9"],
-             host_when="listening", check=lambda c, g, h: check_h2g(c, g, h, conns * per)))
+             check=lambda c, g, h: check_g2h(c, g, h, conns * per_conn)))
+    add(Case("h2g_conns", f"vsock-tool listen 5004 --conns {conns} --recv {per_conn} --peer-seed 9",
+             ["connect", "5004", "--conns", str(conns), "--send", str(per_conn), "--seed", "9"],
+             host_when="listening", check=lambda c, g, h: check_h2g(c, g, h, conns * per_conn)))
     sizes = [1, 17, 4096, 4097, 65536, 3000, 100]
     msgs = 200
     sz = ",".join(map(str, sizes))
@@ -424,6 +426,8 @@ class Runner:
         self.stats_path = os.path.join(self.work, "skiff-stats")  # --vmm skiff: SKIFF_STATS, a FIFO
         self.stats = []  # --vmm skiff: the device counters of each skiff process (dict), in order
         self.stats_stop = threading.Event()
+        self.t_begin = []  # when each boot's /init began (SKIFF-BEGIN)
+        self.t_vm = None  # when the guest was started
         if a.set == "span":
             made = make_span_cases()
         elif a.set == "fault":
@@ -574,6 +578,7 @@ class Runner:
             print(f"  | {line}", flush=True)
         if line.startswith("SKIFF-BEGIN"):
             self.boots += 1
+            self.t_begin.append(time.monotonic())
             return
         # Steps are served in case order and each one is announced before it runs
         # (init.sh control mode), across reboots too.
@@ -599,6 +604,7 @@ class Runner:
             return
         if line.startswith("VSOCK-TOOL ") and cur:
             cur.guest_sum = kv(line)
+            cur.t_summary = time.monotonic()
 
     def vm_argv(self, initrd):
         a = self.a
@@ -654,8 +660,9 @@ class Runner:
     def run(self):
         a = self.a
         t0 = time.monotonic()
-        if a.set == "full" and a.stream_mib != 64:
-            self.log(f"single streams of {a.stream_mib} MiB each way (--stream-mib; 64 by default)")
+        if a.set == "full" and (a.stream_mib, a.conn_kib) != (64, 1024):
+            self.log(f"smaller than by default: single streams of {a.stream_mib} MiB each way (--stream-mib, "
+                     f"64 by default), {a.conn_kib} KiB on each of the 32 connections (--conn-kib, 1024)")
         dev = self.start_device() if a.vmm != "skiff" else None
         threading.Thread(target=self.plan_server, daemon=True).start()
         stats = None
@@ -672,6 +679,7 @@ class Runner:
         for c in at_boot:
             self.host_listening(c)
         initrd = self.build_initrd()
+        self.t_vm = time.monotonic()
         self.vm = GuestRun(self.vm_argv(initrd), on_line=self.on_line)
         early = None
         if not dev:
@@ -864,8 +872,10 @@ class Runner:
         for c in self.skipped:
             print(f"SKIP {self.a.vmm} {self.a.variant} mrg={self.a.mrg_rxbuf} {c.name}: known broken: "
                   f"{KNOWN_BROKEN[c.name]}")
+        starts = [self.t_vm] + [c.t_summary for c in self.cases if c.name == "reboot_live_conns"]
+        began = ", ".join(f"{b - s:.1f} s" for s, b in zip(starts, self.t_begin) if s)
         print(f"guest_e2e: {len(self.cases) - sum(1 for c in self.cases if c.error)}/{len(self.cases)} cases "
-              f"passed, {boots} boot(s), {t_guest:.1f} s")
+              f"passed, {boots} boot(s), {t_guest:.1f} s in all" + (f"; /init began after {began}" if began else ""))
         if failed:
             print("--- guest console (last 40 lines) ---\n" + "\n".join(self.console[-40:]))
             if self.a.vmm != "skiff":
@@ -898,6 +908,8 @@ def main():
                     help="span: packets over N buffers and SEQPACKET edges (with --rx-pkt-max); "
                     "fault: a lying device (needs --test-fault)")
     ap.add_argument("--stream-mib", type=int, default=64, help="full set: the single streams' size (MiB)")
+    ap.add_argument("--conn-kib", type=int, default=1024,
+                    help="full set: what each of the 32 connections carries (KiB)")
     ap.add_argument("--rx-pkt-max", type=int, default=0, help="skiff-vsock --rx-pkt-max")
     ap.add_argument("--expect-bufs", type=int, default=0,
                     help="check the device's mean packet payload shows packets of this many buffers")
