@@ -8,8 +8,9 @@ the in-process virtio-mmio device, no skiff-vsock; on a host with hardware-virtu
 KVM, see scripts/test-host.sh), booted by scripts/guest-run.sh with the initramfs of
 scripts/build-initramfs.sh (or --initrd). The host side is the same for all: the device's
 hybrid Unix socket (host clients connect to it and write "CONNECT <port>\n"; guest
-connections to port P reach a listener on <socket>_P). One boot runs every case: the guest's /init runs in control mode (skiff.ctl=999) and fetches one
-step script per case from this driver over vsock port 999, until an empty one. Each case is
+connections to port P reach a listener on <socket>_P). One boot runs every case: the
+guest's /init runs in control mode (skiff.ctl=999) and fetches one step script per case
+from this driver over vsock port 999, until an empty one. Each case is
 `vsock-tool` in the guest (tests/guest-programs) against `uds-peer` on the host (this
 directory); both print a summary line that this script compares (bytes, message counts,
 FNV-1a of the payload; the receiving side also checks the byte pattern itself). The reboot
@@ -23,8 +24,9 @@ Usage: guest_e2e.py --vmm uml|qemu|skiff [--kernel PATH | --variant baseline|pat
 Sets: full and smoke (the negotiated features, streams both ways, many connections,
 SEQPACKET, refused connects both ways, half-close both ways, one-shot host senders;
 full: 64 MiB streams (--stream-mib), 32 connections of 1 MiB (--conn-kib), a reboot with
-live connections and traffic after it); span (mergeable RX buffers: 8 MiB streams and SEQPACKET messages at 1/2/16/17-buffer
-boundaries; with --expect-bufs N the device's rx_chains_max must be N); fault (a lying device,
+live connections and traffic after it); span (mergeable RX buffers: 8 MiB streams and
+SEQPACKET messages at 1/2/16/17-buffer boundaries; with --expect-bufs N the device's
+rx_chains_max must be N); fault (a lying device,
 skiff-vsock --test-fault: the guest must drop every lying packet, say so in dmesg, not leak
 (MemFree), show no Oops/BUG/WARN, and keep moving checked data). Every set fails on an
 Oops/BUG/WARNING/Call Trace line on the console.
@@ -32,10 +34,13 @@ Host clients that connect before the device is up (3, to a port nobody listens o
 closed without "OK": under skiff-vsock they connect before the guest boots (the device's
 lobby holds them, then closes them); under skiff, as soon as skiff has bound its socket
 (before the guest's driver is up, if the lobby gets them; either way, closed without OK).
---vmm skiff also checks the device counters skiff writes at each exit (SKIFF_STATS, one
-file per boot): packets both ways, at least the bytes the cases moved, the refusals the
-cases and the early clients caused (exactly), no malformed packets, and the features the
-driver accepted (VIRTIO_VSOCK_F_MRG_RXBUF as offered; the guest's sysfs must agree).
+The features case reads the negotiated feature bits from the guest's sysfs:
+VIRTIO_VSOCK_F_MRG_RXBUF (bit 4) must be on exactly when offered to a kernel that knows it.
+--vmm skiff also checks the device counters each skiff process writes at its exit (each
+boot is one; SKIFF_STATS, read through a FIFO): packets both ways, at least the bytes the
+cases moved, exactly the refusals the cases and the early clients caused, no malformed
+packets, and MRG_RXBUF in the device's offer as --mrg-rxbuf says. skiff's guest connects
+wait up to 30 s (--connect-timeout), not the kernel's 2 s (emulated hosts stall).
 Without --kernel, the image comes from scripts/build-kernels.sh --print-path (CI builds the
 kernels before ctest, so a missing image is a failure, not a skip).
 A guest that dies (guest-run.sh exit 123/124/125: panic, Oops, abort, timeout, no result)
@@ -515,12 +520,17 @@ class Runner:
         device's host wait (5 s) and closes them without "OK" unless the device
         starts in time; even then nothing listens on EARLY_PORT in the guest."""
         cs = []
-        for _ in range(n):
-            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            c.settimeout(60)
-            c.connect(self.uds)
-            c.sendall(f"CONNECT {EARLY_PORT}\n".encode())
-            cs.append(c)
+        try:
+            for _ in range(n):
+                c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                cs.append(c)
+                c.settimeout(60)
+                c.connect(self.uds)
+                c.sendall(f"CONNECT {EARLY_PORT}\n".encode())
+        except OSError:
+            for c in cs:
+                c.close()
+            raise
         return cs
 
     def early_clients_skiff(self, t_start):
@@ -541,8 +551,6 @@ class Runner:
                 self.early = self.early_clients(EARLY_CLIENTS)
                 break
             except (ConnectionRefusedError, FileNotFoundError):  # bound, not yet listening
-                for c in self.early:
-                    c.close()
                 if time.monotonic() - t_sock > 5 or self.vm.ended.is_set():
                     self.early_note = "skiff's socket did not take connections within 5 s"
                     return
