@@ -41,12 +41,13 @@ initrd=$build/tests/guest-programs/initramfs.cpio.gz
 # test-host.sh's writable directory: an empty one of our own (the driver itself works
 # under /tmp, tmpfs in the emulated host, where its Unix sockets can live). The host's boot
 # may take 120 s, not 60: with four emulated hosts on the 2 cores (load average 17) one
-# took more than 60 s.
+# took more than 60 s. The guests' 300 s: at load average 15-17 one run took 228 s (both
+# boots and all cases), where one at load 5 takes 35-40 s.
 w=$(mktemp -d "$build/skiff-linux.XXXXXX")
 trap 'rm -rf "$w"' EXIT
 cd "$w"
 set +e
-bash "$repo/scripts/test-host.sh" --work "$w" --boot-timeout 120 --timeout 360 -- \
+bash "$repo/scripts/test-host.sh" --work "$w" --boot-timeout 120 --timeout 420 -- \
 	"$py" "$repo/tests/uml/e2e/guest_e2e.py" --vmm skiff --variant "$variant" --mrg-rxbuf "$mrg" \
 	--kernel "$kernel" --skiff "$build/vmm/skiff" --initrd "$initrd" --vsock-tool "$build/tests/guest-programs/vsock-tool" \
-	--uds-peer "$build/tests/uml/uds-peer" --timeout 240 "$@"
+	--uds-peer "$build/tests/uml/uds-peer" --timeout 300 "$@"
