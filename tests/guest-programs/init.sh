@@ -60,7 +60,8 @@ echo "SKIFF-BEGIN"
 if [ -n "$ctl" ]; then
 	step=0
 	while :; do
-		if ! vsock-tool fetch "2:$ctl" >/tmp/step.sh; then
+		# 30 s, not the kernel's 2 s: an emulated host under load can stall the answer.
+		if ! vsock-tool fetch "2:$ctl" --connect-timeout 30000 >/tmp/step.sh; then
 			echo "SKIFF-RESULT step=$((step + 1)) rc=fetch-failed"
 			break
 		fi

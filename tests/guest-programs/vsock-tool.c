@@ -5,7 +5,7 @@
  *
  *   vsock-tool connect CID:PORT [plan options]   open --conns connections, run the plan
  *   vsock-tool listen PORT [plan options]        accept --conns connections, run the plan
- *   vsock-tool fetch CID:PORT                    copy what the peer sends to stdout
+ *   vsock-tool fetch CID:PORT [--connect-timeout MS]   copy what the peer sends to stdout
  *
  * On the host, the same plans run over skiff's hybrid Unix sockets (DESIGN.md, host side):
  *   vsock-tool connect uds:PATH:PORT   connect to the device's socket PATH, send
@@ -625,6 +625,18 @@ static void run_plan(struct conn *c)
 		do_recv(c);
 }
 
+/* --connect-timeout MS on vsock socket @fd, if given. Return: 0; -errno. */
+static int set_connect_timeout(const struct opts *o, int fd)
+{
+	struct timeval tv = { .tv_sec = o->connect_timeout_ms / 1000,
+			      .tv_usec = (o->connect_timeout_ms % 1000) * 1000 };
+
+	if (o->connect_timeout_ms &&
+	    setsockopt(fd, AF_VSOCK, SO_VM_SOCKETS_CONNECT_TIMEOUT_NEW, &tv, sizeof(tv)) < 0)
+		return -errno;
+	return 0;
+}
+
 static int set_sockopts(const struct opts *o, int fd)
 {
 	if (o->uds) {
@@ -643,15 +655,7 @@ static int set_sockopts(const struct opts *o, int fd)
 	if (o->rcvlowat &&
 	    setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &o->rcvlowat, sizeof(o->rcvlowat)) < 0)
 		return -errno;
-	if (o->connect_timeout_ms) {
-		struct timeval tv = { .tv_sec = o->connect_timeout_ms / 1000,
-				      .tv_usec = (o->connect_timeout_ms % 1000) * 1000 };
-
-		if (setsockopt(fd, AF_VSOCK, SO_VM_SOCKETS_CONNECT_TIMEOUT_NEW, &tv, sizeof(tv)) <
-		    0)
-			return -errno;
-	}
-	return 0;
+	return set_connect_timeout(o, fd);
 }
 
 /* Host side: "CONNECT <port>\n" on a connected Unix socket, then "OK <n>\n" back. */
@@ -857,7 +861,8 @@ static int run_fetch(const struct opts *o)
 	char buf[4096];
 	int fd = socket(AF_VSOCK, SOCK_STREAM, 0);
 
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (fd < 0 || set_connect_timeout(o, fd) ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		fprintf(stderr, "vsock-tool fetch %u:%u: %s\n", o->cid, o->port, strerror(errno));
 		return 1;
 	}

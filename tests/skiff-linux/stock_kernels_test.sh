@@ -7,7 +7,7 @@
 # guest's /init loads first. None of these kernels sets CONFIG_VIRTIO_MMIO_CMDLINE_DEVICES
 # and skiff puts no virtio_mmio.device= on the command line: the guest must find the vsock
 # device in the ACPI DSDT (LNRO0005). Then it moves MIB MiB each way, every byte checked by
-# vsock-tool on both sides (as transfer_test.sh). A case fails when the command line holds
+# vsock-tool on both sides (lib.sh). A case fails when the command line holds
 # virtio_mmio.device=, when the guest's virtio-vsock device is not the child of the ACPI
 # platform device LNRO0005:00 or there is not exactly one, on a data mismatch, a missing
 # result, a console with Oops, BUG, WARNING or a panic, or a module that did not load, or

@@ -20,7 +20,9 @@
  *                 message sizes are checked against --msg-sizes
  *   --order both|send-first|recv-first   send-first: send, SHUT_WR, then
  *                 receive; recv-first: receive to EOF, then send, SHUT_WR
- *   --expect-refused   connect: the device must refuse (no "OK")
+ *   --expect-refused   connect: the device must refuse each of the --conns
+ *                 connections (closed or reset without "OK"); they are tried
+ *                 one after the other and each one's wait is timed
  *   --oneshot     connect: a one-shot sender (socat -u FILE UNIX-CONNECT):
  *                 the CONNECT line and the data in one write, then
  *                 SHUT_WR and close, never reading "OK"
@@ -28,9 +30,12 @@
  *   --timeout S (default 120)
  *
  * Output: listen prints "UDS-PEER-LISTENING port=P" once listening; every run
- * ends with "UDS-PEER status=ok|fail key=value ...". Exit: 0 ok, 1 fail,
- * 2 usage, 3 timeout. A connection that ends with ECONNRESET instead of EOF
- * counts in resets= (and fails unless --allow-reset).
+ * ends with "UDS-PEER status=ok|fail key=value ..." (--expect-refused:
+ * "UDS-PEER status=ok|fail mode=connect conns=N refused=N accepted=N
+ * refuse_ns_max=NS", the longest wait from connect(2) to the refusal).
+ * Exit: 0 ok, 1 fail, 2 usage, 3 timeout. A connection that ends with
+ * ECONNRESET instead of EOF counts in resets= (and fails unless
+ * --allow-reset).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -288,6 +293,50 @@ err:
 	return -(int)n;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * --expect-refused: try the --conns connections one after the other; each
+ * must end without "OK" (EOF or a reset). A connection that is accepted is
+ * closed at once and fails the run, as does any other error (no socket at
+ * UDS, ...). Return: the exit status.
+ */
+static int expect_refusals(void)
+{
+	uint64_t most = 0;
+	unsigned int i, refused = 0, accepted = 0;
+	int err = 0;
+
+	for (i = 0; i < o.conns; i++) {
+		struct conn c = { .idx = i, .fd = -1 };
+		uint64_t t0 = now_ns(), dt;
+		int r = connect_one(&c);
+
+		dt = now_ns() - t0;
+		most = dt > most ? dt : most;
+		if (r == -ECONNREFUSED) {
+			refused++;
+		} else if (!r) {
+			accepted++;
+			close(c.fd);
+		} else if (!err) {
+			err = -r; /* the first other failure is reported */
+		}
+	}
+	printf("UDS-PEER status=%s mode=connect conns=%u refused=%u accepted=%u refuse_ns_max=%" PRIu64,
+	       refused == o.conns ? "ok" : "fail", o.conns, refused, accepted, most);
+	if (err)
+		printf(" error=%s", strerror(err));
+	printf("\n");
+	return refused == o.conns ? 0 : 1;
+}
+
 static int listen_port(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -429,6 +478,8 @@ int main(int argc, char **argv)
 	signal(SIGALRM, on_alarm);
 	signal(SIGPIPE, SIG_IGN);
 	alarm(o.timeout);
+	if (o.expect_refused && !o.listen)
+		return expect_refusals();
 
 	if (o.listen) {
 		lfd = listen_port();
@@ -449,11 +500,6 @@ int main(int argc, char **argv)
 			r = c->fd < 0 ? -errno : 0;
 		} else {
 			r = connect_one(c);
-		}
-		if (o.expect_refused) {
-			printf("UDS-PEER status=%s mode=connect refused=%d\n",
-			       r == -ECONNREFUSED ? "ok" : "fail", r == -ECONNREFUSED);
-			return r == -ECONNREFUSED ? 0 : 1;
 		}
 		if (r) {
 			printf("UDS-PEER status=fail error=%s where=%s conn=%u\n", strerror(-r),
