@@ -38,7 +38,7 @@ if [ "${1:-}" != --inner ]; then
 	trap 'rm -rf "$w"' EXIT
 	cd "$w"
 	set +e
-	bash "$repo/scripts/test-host.sh" --work "$w" --timeout 270 -- \
+	bash "$repo/scripts/test-host.sh" --work "$w" --timeout 270 --boot-timeout 120 -- \
 		bash "$repo/tests/skiff-linux/g2g_test.sh" --inner "$build" "$initrd" "$mib"
 	exit $?
 fi
