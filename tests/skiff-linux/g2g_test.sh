@@ -38,7 +38,7 @@ if [ "${1:-}" != --inner ]; then
 	trap 'rm -rf "$w"' EXIT
 	cd "$w"
 	set +e
-	bash "$repo/scripts/test-host.sh" --work "$w" --timeout 270 --boot-timeout 120 -- \
+	bash "$repo/scripts/test-host.sh" --work "$w" --timeout 290 --boot-timeout 120 -- \
 		bash "$repo/tests/skiff-linux/g2g_test.sh" --inner "$build" "$initrd" "$mib"
 	exit $?
 fi
@@ -63,10 +63,10 @@ features='for f in /sys/bus/virtio/devices/*; do
 done'
 # Guest 3: the data listener; once it listens, the readiness listener on 5001 (one accept).
 guest3="$features
-{ vsock-tool listen 5000 --send ${mib}M --seed 33 --recv ${mib}M --peer-seed 44 --shut-wr --timeout 150
+{ vsock-tool listen 5000 --send ${mib}M --seed 33 --recv ${mib}M --peer-seed 44 --shut-wr --timeout 120
   echo \$? >/tmp/rc; } 2>&1 | while IFS= read -r l; do
 	echo \"\$l\"
-	case \$l in VSOCK-TOOL-LISTENING*) vsock-tool listen 5001 --timeout 150 >/dev/null 2>&1 & ;; esac
+	case \$l in VSOCK-TOOL-LISTENING*) vsock-tool listen 5001 --timeout 120 >/dev/null 2>&1 & ;; esac
 done
 exit \$(cat /tmp/rc)"
 # Guest 4: wait until guest 3 listens (refused connects return at once), then the data.
@@ -79,12 +79,12 @@ until vsock-tool connect 3:5001 --connect-timeout 10000 --timeout 20 >/dev/null 
 done
 echo G2G-READY after \$i retries
 vsock-tool connect 3:5000 --send ${mib}M --seed 44 --recv ${mib}M --peer-seed 33 --shut-wr \
-	--connect-timeout 30000 --timeout 150"
+	--connect-timeout 30000 --timeout 120"
 cmdline() { printf 'console=ttyS0 quiet reboot=k panic=-1 skiff.halt=poweroff skiff.run64=%s' "$(printf '%s' "$1" | base64 -w0)"; }
 
 t0=$(date +%s.%N)
 rc=0
-SKIFF_STATS=$d/stats timeout -k 5 200 "$skiff" run \
+SKIFF_STATS=$d/stats timeout -k 5 150 "$skiff" run \
 	--kernel "$kernel" --initrd "$initrd" --mem 256M --console "file:$d/c3" \
 	--cmdline "$(cmdline "$guest3")" --vsock "cid=3,uds=$d/a.sock,mrg-rxbuf=on" \
 	--vm --kernel "$kernel" --initrd "$initrd" --mem 256M --console "file:$d/c4" \
