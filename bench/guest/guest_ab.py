@@ -2,6 +2,14 @@
 # SPDX-License-Identifier: MIT
 """A/B guest benchmark: UML guest <-> skiff-vsock (vhost-user) <-> host Unix sockets.
 
+--vmm qemu: a QEMU TCG microvm instead of UML (same vhost-user device). --vmm skiff: skiff's
+own path, the x86-64 kernels booted by skiff (scripts/guest-run.sh skiff, --skiff BIN) with
+its in-process virtio-mmio device (mrg-rxbuf as --mrg-rxbuf; no skiff-vsock, so no per-step
+device figures; the counters at exit come from SKIFF_STATS). Where the machine's /dev/kvm is
+not hardware virtualization, the whole harness re-runs itself inside one emulated host
+(scripts/test-host.sh; --json is copied out): its figures are then directional only, the
+speed of emulated virtualization, not the machine's, and the table says so.
+
 Boots the baseline (A) and the patched (B) user-mode Linux kernel alternately, A B A B ...,
 one boot per (kernel, pair); inside each boot every figure runs once, one control-mode step
 each (tests/guest-programs/init.sh, skiff.ctl=): the guest runs guest-bench, the host runs
@@ -38,6 +46,7 @@ import time
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
 sys.path.insert(0, os.path.join(REPO, "tests/support"))
 from guest_watch import GuestRun, exit_if_skipped, finish_peer  # noqa: E402
+INNER_ENV = "SKIFF_GAB_INNER"  # set inside the emulated host: "emulated" or "direct"
 CTL_PORT = 999
 GUEST_CID = 3
 FIRST_PORT = 6000
@@ -351,7 +360,9 @@ class Boot:
 
     def dev_snapshot(self):
         """skiff-vsock's counters now (SIGUSR1 makes it print them to its log) and its
-        CPU time (ns); None if it does not answer within 2 s."""
+        CPU time (ns); None if it does not answer within 2 s, or without skiff-vsock (skiff)."""
+        if self.dev_pid is None:
+            return None
         cpu = task_cpu_ns(self.dev_pid)
         try:
             with open(self.devlog) as f:
@@ -433,9 +444,8 @@ class Boot:
             argv += ["--rx-pkt-max", str(a.rx_pkt_max)]
         return argv
 
-    def run(self):
-        a = self.a
-        t0 = time.monotonic()
+    def start_device(self):
+        """skiff-vsock for UML and QEMU; returns once its vhost-user socket exists."""
         devlog = self.devlog
         with open(devlog, "w") as f:
             dev = subprocess.Popen(self.device_argv(), stderr=f, stdout=f)
@@ -446,15 +456,44 @@ class Boot:
             if dev.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("skiff-vsock did not come up: " + tail(devlog))
             time.sleep(0.02)
+        return dev
+
+    def stop_device(self, dev):
+        """SIGTERM to skiff-vsock; its last counters line (printed then) into self.counters."""
+        dev.send_signal(signal.SIGTERM)
+        try:
+            dev.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            dev.kill()
+            dev.wait()
+            self.errors.append("skiff-vsock did not exit on SIGTERM")
+        m = None
+        for m in re.finditer(r"skiff-vsock: counters: (.*)", open(self.devlog).read()):
+            pass  # the last one: printed on SIGTERM
+        if m:
+            toks = m.group(1).split()
+            self.counters = {toks[i]: int(toks[i + 1]) for i in range(0, len(toks) - 1, 2)}
+
+    def run(self):
+        a = self.a
+        t0 = time.monotonic()
+        skiff = a.vmm == "skiff"
+        dev = None if skiff else self.start_device()
+        stats = os.path.join(self.work, "skiff-stats")
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         srv.bind(f"{self.uds}_{CTL_PORT}")
         srv.listen(4)
         srv.settimeout(0.2)
         threading.Thread(target=self.plan_server, args=(srv,), daemon=True).start()
+        vsock = f"cid={GUEST_CID},uds={self.uds},mrg-rxbuf={a.mrg_rxbuf}" if skiff else self.vu_sock
         argv = [os.path.join(REPO, "scripts/guest-run.sh"), a.vmm, "--kernel", self.kernel, "--initrd", a.initrd,
-                "--vsock", self.vu_sock, "--append", f"skiff.ctl={CTL_PORT}", "--timeout", str(a.boot_timeout),
+                "--vsock", vsock, "--append", f"skiff.ctl={CTL_PORT}", "--timeout", str(a.boot_timeout),
                 "--mem", str(a.mem)]
-        if a.vmm == "qemu":
+        if skiff:
+            # skiff run with its in-process device (seccomp kill); counters at exit to stats.
+            # (env execs guest-run.sh, which passes SKIFF_STATS through: same pid)
+            argv = ["env", f"SKIFF_STATS={stats}"] + argv + ["--skiff", a.skiff, "--smp", str(a.smp)]
+        elif a.vmm == "qemu":
             # QEMU TCG microvm (see guest-run.sh): version-1 virtio-mmio for the device.
             # QEMU 7.2's vhost-user-vsock-device does not pass MRG_RXBUF on: both
             # kernels run without the feature there.
@@ -478,19 +517,14 @@ class Boot:
             for line in finish_peer(st.peer, vm, a.step_timeout + 10).splitlines():
                 if line.startswith("PEER "):
                     st.peer_line = kv(line)
-        dev.send_signal(signal.SIGTERM)
-        try:
-            dev.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            dev.kill()
-            dev.wait()
-            self.errors.append("skiff-vsock did not exit on SIGTERM")
-        m = None
-        for m in re.finditer(r"skiff-vsock: counters: (.*)", open(devlog).read()):
-            pass  # the last one: printed on SIGTERM
-        if m:
-            toks = m.group(1).split()
-            self.counters = {toks[i]: int(toks[i + 1]) for i in range(0, len(toks) - 1, 2)}
+        if dev:
+            self.stop_device(dev)
+        elif os.path.exists(stats):  # skiff's SKIFF_STATS: key=value lines
+            with open(stats) as f:
+                for line in f:
+                    k, _, v = line.strip().partition("=")
+                    if v:
+                        self.counters[k] = int(v, 0)
         figs = {}
         for st in self.steps:
             figs.update(st.figures())
@@ -498,7 +532,8 @@ class Boot:
                 self.errors.append(f"{st.kind} {st.suffix}: {st.error}")
         if self.errors and not a.verbose:
             print("--- guest console (last 30 lines) ---\n" + "\n".join(self.console[-30:]), file=sys.stderr)
-            print("--- skiff-vsock log ---\n" + tail(devlog), file=sys.stderr)
+            if dev:
+                print("--- skiff-vsock log ---\n" + tail(self.devlog), file=sys.stderr)
         return figs
 
     def raw(self):
@@ -590,7 +625,7 @@ def figure_names(a):
         names += [f"{k}_{s}" for s in sfx]
     for k in ("cpu_host_g2h", "cpu_guest_g2h"):
         names += [f"{k}_{s}" for s in sfx]
-    for d in ("g2h", "h2g"):
+    for d in ("g2h", "h2g") if a.vmm != "skiff" else ():  # skiff-vsock's per-step snapshots
         for k in ["dev_cpu"] + [f"{c}_per_mib" for c in DEV_RATES]:
             names += [f"{k}_{d}_{s}" for s in sfx]
     return names
@@ -673,18 +708,60 @@ def print_table(summary, cfg):
           "CPU that takes the vsock interrupt only (its QEMU thread 'CPU N/TCG'; its /proc/stat line).")
 
 
+DIRECTIONAL = ("guest_ab: DIRECTIONAL FIGURES ONLY: skiff ran in an emulated host (QEMU TCG with AMD SVM, "
+               "scripts/test-host.sh): the virtualization is emulated, so these are not this machine's speed; "
+               "compare A with B, not with other runs or machines")
+
+
+def run_in_test_host(a):
+    """--vmm skiff outside the emulated host: run this same command line inside one
+    (scripts/test-host.sh; directly where /dev/kvm is hardware virtualization), --json written
+    to a work directory and copied out. Return: its exit status."""
+    kvm = subprocess.run(["bash", os.path.join(REPO, "scripts/machine-info.sh"), "--kvm"], stdout=subprocess.PIPE,
+                         text=True).stdout.strip()
+    mode = "direct" if kvm == "hardware" else "emulated"
+    work = tempfile.mkdtemp(prefix="skiff-gab-host-")
+    argv = [sys.executable, os.path.abspath(__file__)] + sys.argv[1:]
+    if a.json:
+        i = max(i for i, x in enumerate(argv) if x == "--json" or x.startswith("--json="))
+        inner_json = os.path.join(work, "out.json")
+        argv[i:i + (1 if argv[i].startswith("--json=") else 2)] = ["--json", inner_json]
+    # the whole run's bound: every boot's own bound, both boots of a pair at once, plus the host's
+    # boot (allowed 240 s: on this project's loaded 2-core machines it has taken over 60 s)
+    limit = a.pairs * (a.boot_timeout + 60) + 300
+    if mode == "emulated":
+        print(f"guest_ab: --vmm skiff: this machine's /dev/kvm is {kvm or 'missing'}, not hardware "
+              f"virtualization: running inside an emulated host (scripts/test-host.sh, at most {limit} s)",
+              flush=True)
+    env = dict(os.environ, **{INNER_ENV: mode})
+    try:
+        rc = subprocess.run(["bash", os.path.join(REPO, "scripts/test-host.sh"), "--work", work, "--timeout",
+                             str(limit), "--boot-timeout", "240", "--", *argv], env=env, cwd=work).returncode
+        if a.json and os.path.exists(os.path.join(work, "out.json")):
+            shutil.copyfile(os.path.join(work, "out.json"), a.json)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return rc
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--skiff-vsock", required=True, help="skiff-vsock binary (set by build/bench/guest_ab)")
+    ap.add_argument("--skiff", default=os.environ.get("SKIFF_BIN", os.path.join(REPO, "build/vmm/skiff")),
+                    help="skiff binary for --vmm skiff (set by build/bench/guest_ab; default $SKIFF_BIN, "
+                         "else build/vmm/skiff)")
     ap.add_argument("--guest-bench", required=True, help="guest-bench binary (only checked: it is in the initrd)")
     ap.add_argument("--peer", required=True, help="guest-ab-peer binary")
     ap.add_argument("--initrd", required=True)
     ap.add_argument("--kernel-a", help="A kernel (default: build-kernels.sh --print-path baseline um)")
     ap.add_argument("--kernel-b", help="B kernel (default: build-kernels.sh --print-path patched um)")
     ap.add_argument("--pairs", type=int, default=8, help="A/B pairs (default 8)")
-    ap.add_argument("--vmm", choices=["uml", "qemu"], default="uml",
-                    help="guest: user-mode Linux (default) or a QEMU TCG microvm (no MRG_RXBUF through QEMU 7.2)")
-    ap.add_argument("--smp", type=int, default=1, help="QEMU vCPUs (--vmm qemu; MTTCG: one host thread each)")
+    ap.add_argument("--vmm", choices=["uml", "qemu", "skiff"], default="uml",
+                    help="guest: user-mode Linux (default), a QEMU TCG microvm (no MRG_RXBUF through QEMU 7.2), "
+                         "or skiff with its in-process device (x86-64 kernels; in an emulated host where this "
+                         "machine has no hardware KVM: directional figures only)")
+    ap.add_argument("--smp", type=int, default=1, help="guest vCPUs (--vmm qemu or skiff; QEMU MTTCG: one host "
+                    "thread each)")
     ap.add_argument("--reader-cpu", type=int, help="guest CPU the guest side of every step runs on "
                     "(guest-bench --cpu; needs --smp > C with --vmm qemu)")
     ap.add_argument("--irq-cpu", type=int, help="guest CPU that takes the vsock interrupt, and so runs the RX "
@@ -698,7 +775,8 @@ def main():
     ap.add_argument("--conns", type=parse_conns, default=[1],
                     help="connections at once for the throughput figures, a list (default 1; e.g. 1,8)")
     ap.add_argument("--rtt-sizes", type=parse_sizes, default=[256, 4096], help="ping-pong payloads")
-    ap.add_argument("--rtt-count", type=int, default=10000, help="ping-pong requests (default 10000)")
+    ap.add_argument("--rtt-count", type=int, help="ping-pong requests (default 10000; --vmm skiff 1000: "
+                    "a round trip in the emulated host takes milliseconds)")
     ap.add_argument("--seconds", type=float, default=1.0, help="time bound of each transfer (default 1)")
     ap.add_argument("--max-bytes", type=parse_size, default=64 * MiB, help="byte bound of each transfer (64M)")
     ap.add_argument("--read-size", type=parse_size, default=0,
@@ -717,13 +795,15 @@ def main():
     ap.add_argument("--verbose", action="store_true", help="echo the guest console")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     a = ap.parse_args()
-    exit_if_skipped(a.vmm, "guest_ab")
+    exit_if_skipped("kvm" if a.vmm == "skiff" else a.vmm, "guest_ab")
+    if a.rtt_count is None:
+        a.rtt_count = 1000 if a.vmm == "skiff" else 10000
     if a.quick:
         a.pairs, a.seconds, a.rtt_count, a.limit_seconds = 1, 0.2, 1000, 0.1
     if a.pairs < 1 or a.rtt_count < 1 or not (0 < a.seconds <= 60) or not (0 <= a.nice <= 19):
         ap.error("--pairs, --rtt-count and --seconds must be positive (--seconds <= 60), --nice 0..19")
-    if not 1 <= a.smp <= 4 or (a.smp > 1 and a.vmm != "qemu"):
-        ap.error("--smp is 1..4 and above 1 needs --vmm qemu (UML is uniprocessor)")
+    if not 1 <= a.smp <= 4 or (a.smp > 1 and a.vmm == "uml"):
+        ap.error("--smp is 1..4 and above 1 needs --vmm qemu or skiff (UML is uniprocessor)")
     for what, c in (("--reader-cpu", a.reader_cpu), ("--irq-cpu", a.irq_cpu)):
         if c is not None and not 0 <= c < a.smp:
             ap.error(f"{what} {c}: the guest has CPUs 0..{a.smp - 1} (--smp)")
@@ -738,21 +818,29 @@ def main():
             a.nice = 0
     ka = a.kernel_a or kernel_path("baseline", a.vmm)
     kb = a.kernel_b or kernel_path("patched", a.vmm)
-    if not a.skiff_vsock:
+    skiff = a.vmm == "skiff"
+    if not skiff and not a.skiff_vsock:
         print("guest_ab: FAIL: skiff-vsock was not built (device model missing in this build)")
         return 1
-    for what, p in (("A kernel", ka), ("B kernel", kb), ("skiff-vsock", a.skiff_vsock), ("initrd", a.initrd),
+    dev = ("skiff", a.skiff) if skiff else ("skiff-vsock", a.skiff_vsock)
+    for what, p in (("A kernel", ka), ("B kernel", kb), dev, ("initrd", a.initrd),
                     ("guest-bench", a.guest_bench), ("guest-ab-peer", a.peer)):
         if not p or not os.path.exists(p):
-            print(f"guest_ab: FAIL: {what} missing at '{p}' (kernels: scripts/build-kernels.sh --arch um; "
-                  f"programs: cmake --build build --target guest-ab)")
+            print(f"guest_ab: FAIL: {what} missing at '{p}' (kernels: scripts/build-kernels.sh"
+                  f"{'' if skiff else ' --arch um'}; programs: cmake --build build --target guest-ab"
+                  f"{' skiff' if skiff else ''})")
             return 1
-    helptext = subprocess.run([a.skiff_vsock, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True).stdout
-    a.dev_has_rx_pkt_max = "--rx-pkt-max" in helptext
+    if skiff and not os.environ.get(INNER_ENV):
+        return run_in_test_host(a)
+    a.dev_has_rx_pkt_max = False
+    if not skiff:
+        helptext = subprocess.run([a.skiff_vsock, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True).stdout
+        a.dev_has_rx_pkt_max = "--rx-pkt-max" in helptext
     if a.rx_pkt_max and not a.dev_has_rx_pkt_max:
-        print(f"guest_ab: warning: skiff-vsock has no --rx-pkt-max; host-to-guest packets are not capped "
+        print(f"guest_ab: warning: {dev[0]} has no --rx-pkt-max; host-to-guest packets are not capped "
               f"(asked for {a.rx_pkt_max} B)", file=sys.stderr)
+    emulated = skiff and os.environ.get(INNER_ENV) == "emulated"
     same = sha256(ka) == sha256(kb)
     cfg = {
         "kernel_a": ka, "kernel_b": kb,
@@ -762,7 +850,8 @@ def main():
         else "A/B: the kernels differ (patched = baseline + guest-kernel-patches/series)",
         "identical_kernels": same, "series": series_list(), "pairs": a.pairs, "quick": a.quick,
         "vmm": a.vmm, "smp": a.smp, "reader_cpu": a.reader_cpu, "irq_cpu": a.irq_cpu, "mrg_rxbuf": a.mrg_rxbuf, "rx_pkt_max_requested": a.rx_pkt_max,
-        "rx_pkt_max_applied": (a.rx_pkt_max or "none") if a.dev_has_rx_pkt_max else "unsupported by skiff-vsock",
+        "rx_pkt_max_applied": (a.rx_pkt_max or "none") if a.dev_has_rx_pkt_max else f"unsupported by {dev[0]}",
+        "emulated_host": emulated,
         "sizes": a.sizes, "conns": a.conns, "rtt_sizes": a.rtt_sizes, "rtt_count": a.rtt_count, "seconds": a.seconds,
         "max_bytes": a.max_bytes, "read_size": a.read_size or "payload", "guest_buf": a.guest_buf or "default",
         "rcvlowat": 1, "limit_seconds": a.limit_seconds, "guest_mem_mib": a.mem, "nice": -a.nice,
@@ -822,6 +911,8 @@ def main():
     summary = summarise(pairs, figure_names(a))
     cfg["wall_seconds"] = time.monotonic() - t_start
     print_table(summary, cfg)
+    if emulated:
+        print(DIRECTIONAL)
     print(f"guest_ab: {a.pairs} pair(s) in {cfg['wall_seconds']:.0f} s" + (" with FAILURES" if failed else ""))
     if a.json:
         with open(a.json, "w") as f:

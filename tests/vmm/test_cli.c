@@ -5,6 +5,7 @@
  * stopping a running VM cleanly (status 143).
  */
 #include <check.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +41,7 @@ START_TEST(help_and_version)
 	ck_assert_int_eq(skiff(NULL, "--help", NULL, NULL, NULL, NULL, NULL), 0);
 	has("usage: skiff run --kernel PATH");
 	has("--vsock cid=N,uds=PATH");
+	has("skiff run [--vm] --kernel PATH [options] --vm --kernel PATH [options]...");
 	has("67     triple fault");
 	/* the ranges of --vsock's numeric keys */
 	has("cid         guest CID, 3..4294967294");
@@ -477,14 +479,36 @@ START_TEST(kvm_missing)
 END_TEST
 
 /*
+ * skiff @pid runs guest_exit with spin=1, its console in file @con: wait
+ * until the guest has printed its line (28 bytes) and spins (bounded, 60 s),
+ * send SIGTERM, and check that skiff exits 143.
+ */
+static void term_when_spinning(pid_t pid, const char *con)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	int status, i;
+
+	for (i = 0; i < 6000; i++) {
+		struct stat st;
+
+		if (stat(con, &st) == 0 && st.st_size == 28)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	ck_assert_int_lt(i, 6000);
+	ck_assert_int_eq(kill(pid, SIGTERM), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 143);
+}
+
+/*
  * SIGTERM while a guest spins (with a vsock device): the VM stops, status 143,
  * the console file is complete and the listener socket is removed.
  */
 START_TEST(sigterm_stops_cleanly)
 {
 	char dir[64], con[128], arg[160], uds[128], vs[160];
-	struct timespec ts = { 0, 10 * 1000 * 1000 };
-	int status, i;
 	pid_t pid;
 
 	if (!kvm_present())
@@ -505,21 +529,78 @@ START_TEST(sigterm_stops_cleanly)
 		      vs[0] ? "--vsock" : (char *)NULL, vs, (char *)NULL);
 		_exit(127);
 	}
-	/* The guest prints before it spins: wait for the line (bounded, 60 s). */
-	for (i = 0; i < 6000; i++) {
-		struct stat st;
-
-		if (stat(con, &st) == 0 && st.st_size == 28)
-			break;
-		nanosleep(&ts, NULL);
-	}
-	ck_assert_int_lt(i, 6000);
-	ck_assert_int_eq(kill(pid, SIGTERM), 0);
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert(WIFEXITED(status));
-	ck_assert_int_eq(WEXITSTATUS(status), 143);
+	term_when_spinning(pid, con);
 	/* nothing left behind: the vsock listener path is gone */
 	ck_assert_int_eq(access(uds, F_OK), -1);
+	ck_assert_int_eq(unlink(con), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/*
+ * Several VMs in one skiff run: all ending with 0 is 0; the first VM to end
+ * otherwise (in time, not on the command line) stops the others and gives
+ * its status; each VM's end is named on stderr; SKIFF_STATS has every VM's
+ * counters, keys prefixed vmN.; SIGTERM stops all of them (143).
+ */
+START_TEST(several_vms)
+{
+	char dir[64], con[128], arg[160], stats[128], env[160], line[256];
+	const char *k = guest_path("guest_exit");
+	int vm1 = 0, vm2 = 0, bare = 0;
+	FILE *f;
+	pid_t pid;
+
+	if (!kvm_present())
+		return;
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(stats, sizeof(stats), "%s/stats", dir);
+	snprintf(env, sizeof(env), "SKIFF_STATS=%s", stats);
+	ck_assert_int_eq(skiff(env, "run", "--tiny-guest", "--kernel", k, "--console", "none",
+			       "--vm", "--tiny-guest", "--kernel", k, "--cmdline", "code=0"),
+			 0);
+	ck_assert_str_eq(out, "tiny guest: hello, mem=128M\n"); /* VM 2's console; no message */
+	f = fopen(stats, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		vm1 += !strncmp(line, "vm1.vm_exits=", 13);
+		vm2 += !strncmp(line, "vm2.vm_exits=", 13);
+		bare += strncmp(line, "vm1.", 4) && strncmp(line, "vm2.", 4);
+	}
+	fclose(f);
+	ck_assert_int_eq(vm1, 1);
+	ck_assert_int_eq(vm2, 1);
+	ck_assert_int_eq(bare, 0);
+	ck_assert_int_eq(unlink(stats), 0);
+	/* VM 1 ends with 5 while VM 2 spins: VM 2 is stopped, skiff's status is 5 */
+	ck_assert_int_eq(skiff(NULL, "run", "--tiny-guest", "--kernel", k, "--cmdline", "code=5",
+			       "--console", "none", "--vm", "--tiny-guest", "--kernel", k,
+			       "--cmdline", "spin=1", "--console", "none"),
+			 5);
+	has("skiff: VM 1 ended (guest-exit): guest exit code 5");
+	has("skiff: VM 2 ended (stopped): VM 1 ended first, status 5");
+	/* the other way round: VM 2 ends first, with 7 */
+	ck_assert_int_eq(skiff(NULL, "run", "--tiny-guest", "--kernel", k, "--cmdline", "spin=1",
+			       "--console", "none", "--vm", "--tiny-guest", "--kernel", k,
+			       "--cmdline", "code=7", "--console", "none"),
+			 7);
+	has("skiff: VM 1 ended (stopped): VM 2 ended first, status 7");
+	has("skiff: VM 2 ended (guest-exit): guest exit code 7");
+	/* SIGTERM while both spin */
+	snprintf(con, sizeof(con), "%s/console.log", dir);
+	snprintf(arg, sizeof(arg), "file:%s", con);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		dup2(fd, 2);
+		execl(SKIFF_BIN, SKIFF_BIN, "run", "--tiny-guest", "--kernel", k, "--cmdline",
+		      "spin=1", "--console", arg, "--vm", "--tiny-guest", "--kernel", k,
+		      "--cmdline", "spin=1", "--console", "none", (char *)NULL);
+		_exit(127);
+	}
+	term_when_spinning(pid, con);
 	ck_assert_int_eq(unlink(con), 0);
 	ck_assert_int_eq(rmdir(dir), 0);
 }
@@ -742,6 +823,7 @@ int main(void)
 	tcase_add_test(tc, vsock_uds_in_use);
 	tcase_add_test(tc, kvm_missing);
 	tcase_add_test(tc, sigterm_stops_cleanly);
+	tcase_add_test(tc, several_vms);
 	tcase_add_test(tc, fwait_under_seccomp);
 	tcase_add_test(tc, stats_file_has_every_counter);
 	tcase_add_test(tc, start_errors_name_their_cause);
