@@ -33,6 +33,12 @@ for v in patched baseline; do
 		exit 77
 	fi
 done
+# Python through pyenv's shim (a shell script) costs seconds per start in an emulated host:
+# the interpreter's own directory goes first on PATH (test-host.sh passes it through).
+if py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) && [ -x "$py" ]; then
+	PATH="$(dirname "$py"):$PATH"
+	export PATH
+fi
 w=$(mktemp -d "$PWD/skiff-linux.XXXXXX")
 trap 'rm -rf "$w"' EXIT
 cd "$w"
