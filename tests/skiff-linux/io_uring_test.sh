@@ -19,6 +19,7 @@ messages=${3:-200}
 rc=0
 for v in patched baseline; do
 	t0=$EPOCHREALTIME
+	echo "io_uring_test: $v kernel, $(date -u +%T)"
 	bash "$here/../guest-programs/io_uring/run_guest.sh" --variant "$v" --bin "$bin" --skiff "$skiff" \
 		-- --messages "$messages"
 	r=$?

@@ -117,8 +117,11 @@ $cmd; exit \$((a | \$?))"
 fi
 
 set +e
-"$repo/scripts/guest-run.sh" "${run_args[@]}" --run "$cmd" --log "$work/console" >/dev/null 2>"$work/guest-run.err"
-rc=$?
+# With --skiff the console is shown as it comes ("  | " lines): in an emulated host a run
+# that hits its time limit is killed with its files, so this is where it stopped.
+"$repo/scripts/guest-run.sh" "${run_args[@]}" --run "$cmd" --log "$work/console" 2>"$work/guest-run.err" |
+	{ if [ -n "$skiff" ]; then sed -u 's/^/  | /'; else cat >/dev/null; fi; }
+rc=${PIPESTATUS[0]}
 set -e
 sed -i 's/\r$//' "$work/console" # a serial console's line ends
 runs=$([ -n "$skiff" ] && echo 2 || echo 1)
