@@ -458,8 +458,10 @@ static void pending_free(struct vsock_dev *dev, struct pending_connect *pc)
 
 void ctl_drop_pending(struct vsock_dev *dev)
 {
-	while (dev->pending)
+	while (dev->pending) {
+		CTR_ADD(dev, conns_refused, 1); /* closed without "OK" */
 		pending_free(dev, dev->pending);
+	}
 }
 
 static uint32_t alloc_host_port(struct vsock_dev *dev)

@@ -402,6 +402,8 @@ static void forget_conn(struct conn *c, void *opaque)
 {
 	(void)opaque;
 	pthread_mutex_lock(&c->lock);
+	if (c->state == CONN_HOST_CONNECTING)
+		CTR_ADD(c->dev, conns_refused, 1); /* its host client never got "OK" */
 	c->state = CONN_CLOSED;
 	c->pending = 0;
 	if (!c->retired && c->fd >= 0 && c->pump) {
@@ -449,8 +451,10 @@ static void dev_clear(struct vsock_dev *dev)
 	}
 	ctl_drop_pending(dev);
 	/* Host clients still in the listen backlog were CONNECTs pending: drop them. */
-	while ((fd = accept4(dev->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0)
+	while ((fd = accept4(dev->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		CTR_ADD(dev, conns_refused, 1);
 		close(fd);
+	}
 	__atomic_store_n(&dev->raw_n, 0, __ATOMIC_RELAXED);
 	dev->pool_n = 0;
 }

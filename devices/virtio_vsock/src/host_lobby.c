@@ -202,6 +202,8 @@ void lobby_drop(struct vsock_dev *dev)
 {
 	struct lobby *lb = &dev->lobby;
 
+	/* closed without "OK": refusals (struct vsock_dev_counters) */
+	CTR_ADD(dev, conns_refused, lb->n);
 	while (lb->n)
 		dev_fd_close(dev, lb->fd[--lb->n]);
 }
