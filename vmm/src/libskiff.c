@@ -495,6 +495,7 @@ static int load_images(struct vm *vm)
 static int build_vm(struct vm *vm)
 {
 	struct kvm_userspace_memory_region region;
+	struct vcpu *vcpus;
 	unsigned int i;
 	int err;
 
@@ -528,16 +529,26 @@ static int build_vm(struct vm *vm)
 	if (err)
 		return err;
 
-	vm->vcpus = calloc(vm->cfg.nr_vcpus, sizeof(*vm->vcpus));
-	if (!vm->vcpus)
+	vcpus = calloc(vm->cfg.nr_vcpus, sizeof(*vcpus));
+	if (!vcpus)
 		return -ENOMEM;
 	for (i = 0; i < vm->cfg.nr_vcpus; i++)
-		vm->vcpus[i].fd = -1;
+		vcpus[i].fd = -1;
+	/*
+	 * vm_end() (skiff_vm_stop() from another thread, even during this
+	 * start) walks vcpus[0..nr_vcpus) under vm->lock: publish the array and
+	 * each vCPU once it exists under that lock too.
+	 */
+	pthread_mutex_lock(&vm->lock);
+	vm->vcpus = vcpus;
+	pthread_mutex_unlock(&vm->lock);
 	for (i = 0; i < vm->cfg.nr_vcpus; i++) {
 		err = vcpu_create(vm, &vm->vcpus[i], i);
 		if (err)
 			return err;
+		pthread_mutex_lock(&vm->lock);
 		vm->nr_vcpus = i + 1;
+		pthread_mutex_unlock(&vm->lock);
 		err = arch_vcpu_init(vm, &vm->vcpus[i]);
 		if (err)
 			return err;
