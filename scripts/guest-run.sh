@@ -10,7 +10,9 @@
 #   --variant V       baseline (default) or patched
 #   --initrd FILE     required
 #   --run CMD         shell script for /init (passed as skiff.run64=base64)
-#   --append ARGS     more kernel command line (e.g. skiff.ctl=PORT)
+#   --append ARGS     more kernel command line (e.g. skiff.ctl=PORT); $SKIFF_GUEST_CMDLINE
+#                     goes last, after the tests' own (e.g. "loglevel=7" shows every kernel
+#                     message of a boot that the default "quiet" hides)
 #   --vsock SOCK      attach a vhost-user vsock device served on the Unix socket SOCK:
 #                     uml: virtio_uml.device=SOCK:19
 #                     qemu: -chardev socket,path=SOCK -device vhost-user-vsock-device
@@ -121,7 +123,7 @@ if [ -z "$kernel" ]; then
 fi
 [ -r "$kernel" ] || die "kernel $kernel is not readable"
 
-cmdline="quiet $append"
+cmdline="quiet $append${SKIFF_GUEST_CMDLINE:+ $SKIFF_GUEST_CMDLINE}"
 [ -n "$run" ] && cmdline+=" skiff.run64=$(printf '%s' "$run" | base64 -w0)"
 
 tmp=$(mktemp -d)

@@ -21,10 +21,9 @@
 #   --suite SUITE   only this suite's kernel (repeatable)
 #   --pins FILE     another pins file (default scripts/stock-kernels.pins)
 #
-# apt, without touching the machine's own lists: a private sources list (deb.debian.org,
-# the suites and their -security suites), lists, cache and an empty dpkg status under
-# CACHE/stock-kernels/apt (Dir::Etc::SourceList, Dir::State::Lists, Dir::Cache,
-# Dir::State::status); `apt-get download PACKAGE=VERSION` then `dpkg -x`. The package
+# apt, without touching the machine's own lists (scripts/lib/private-apt.sh): the suites
+# and their -security suites, under CACHE/stock-kernels/apt; `apt-get download
+# PACKAGE=VERSION` then `dpkg -x`. The package
 # lists (about 30 MB) are fetched only when a kernel is missing from the cache, then kept.
 # --update-pins picks, per suite, the newest linux-image-amd64 of the suite and its
 # -security suite, and the versioned packages it depends on that hold the kernel.
@@ -42,9 +41,6 @@ top=$cache/stock-kernels
 aptdir=$top/apt
 # What a guest needs for skiff's device; dependencies come from each module's .modinfo.
 want_modules=(vsock vmw_vsock_virtio_transport_common vmw_vsock_virtio_transport virtio_mmio)
-mirror=http://deb.debian.org/debian
-security=http://deb.debian.org/debian-security
-keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 
 die() {
 	echo "stock-kernels.sh: error: $*" >&2
@@ -75,47 +71,22 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
-command -v apt-get >/dev/null || die "apt-get not found: the stock kernels come from Debian's archive"
-[ -r "$keyring" ] || die "$keyring missing; run 'sudo apt-get install debian-archive-keyring'"
 [ -r "$pins" ] || die "no pins file $pins"
 
-mkdir -p "$aptdir/lists/partial" "$aptdir/cache/archives/partial"
-: >>"$aptdir/status"
-{
-	for s in bookworm trixie sid; do
-		echo "deb [signed-by=$keyring] $mirror $s main"
-		[ $s = sid ] || echo "deb [signed-by=$keyring] $security $s-security main"
-	done
-} >"$aptdir/sources.list"
-apt_opts=(-o "Dir::Etc::SourceList=$aptdir/sources.list" -o Dir::Etc::SourceParts=/dev/null
-	-o "Dir::State::Lists=$aptdir/lists" -o "Dir::Cache=$aptdir/cache"
-	-o "Dir::State::status=$aptdir/status" -o "Dir::Cache::pkgcache=$aptdir/cache/pkgcache.bin"
-	-o "Dir::Cache::srcpkgcache=$aptdir/cache/srcpkgcache.bin" -o Dir::Etc::PreferencesParts=/dev/null
-	-o Dir::Etc::Preferences=/dev/null -o Acquire::Languages=none
-	-o APT::Sandbox::User=root)
-
-# The private package lists, fetched (again) when $1 is "force" or none are there.
-lists_ready=0
-refresh_lists() {
-	if [ "${1:-}" != force ] && [ $lists_ready = 1 ]; then return 0; fi
-	if [ "${1:-}" != force ] && compgen -G "$aptdir/lists/*_Packages*" >/dev/null; then
-		lists_ready=1
-		return 0
-	fi
-	echo "stock-kernels.sh: fetching the package lists of bookworm, trixie and sid (about 30 MB)" >&2
-	timeout 300 apt-get "${apt_opts[@]}" update >"$aptdir/update.log" 2>&1 || {
-		tail -n 5 "$aptdir/update.log" >&2
-		die "apt-get update of the private lists ($aptdir) failed; check the network to $mirror and run this again"
-	}
-	lists_ready=1
-}
+. "$repo/scripts/lib/private-apt.sh"
+srcs=()
+for s in bookworm trixie sid; do
+	srcs+=("deb [signed-by=$papt_keyring] $papt_mirror $s main")
+	[ $s = sid ] || srcs+=("deb [signed-by=$papt_keyring] $papt_security $s-security main")
+done
+papt_init "$aptdir" stock-kernels.sh "${srcs[@]}"
 
 # The first Depends: field of `apt-cache show` (reading all of it: no SIGPIPE).
 depends() { awk '/^Depends: / && !done { sub(/^Depends: /, ""); print; done = 1 }'; }
 
 # --update-pins: per suite, the newest linux-image-amd64 of SUITE and SUITE-security.
 if [ $update = 1 ]; then
-	refresh_lists force
+	papt_lists force
 	out=$(mktemp)
 	trap 'rm -f "$out"' EXIT
 	sed -n '/^#/p' "$pins" | grep -v '^# Pinned ' >"$out"
@@ -124,16 +95,16 @@ if [ $update = 1 ]; then
 		best=''
 		while read -r v; do
 			if [ -z "$best" ] || dpkg --compare-versions "$v" gt "$best"; then best=$v; fi
-		done < <(apt-cache "${apt_opts[@]}" madison linux-image-amd64 |
+		done < <(apt-cache "${papt_opts[@]}" madison linux-image-amd64 |
 			awk -F' *[|] *' -v s="$s" '$3 ~ (" " s "(-security)?/main ") {print $2}')
 		[ -n "$best" ] || die "the $s lists hold no linux-image-amd64"
-		img=$(apt-cache "${apt_opts[@]}" show "linux-image-amd64=$best" | depends |
+		img=$(apt-cache "${papt_opts[@]}" show "linux-image-amd64=$best" | depends |
 			tr ',' '\n' | sed -n 's/^ *\(linux-image-[0-9][^ ]*-amd64\) (= \(.*\))$/\1=\2/p' | head -n1)
 		[ -n "$img" ] || die "linux-image-amd64 $best ($s) depends on no linux-image-*-amd64"
 		rel=${img%%=*}
 		rel=${rel#linux-image-}
 		# Since 7.x the image package is empty and depends on the packages with the files.
-		parts=$(apt-cache "${apt_opts[@]}" show "$img" | depends | tr ',' '\n' |
+		parts=$(apt-cache "${papt_opts[@]}" show "$img" | depends | tr ',' '\n' |
 			sed -n "s/^ *\(linux-\(binary\|modules\)-$(printf '%s' "$rel" | sed 's/[.]/\\./g')\) (= \(.*\))$/\1=\3/p" | tr '\n' ' ')
 		echo "$s $rel ${parts:-$img}" | sed 's/ *$//' >>"$out"
 		echo "stock-kernels.sh: $s: $rel (${parts:-$img})" >&2
@@ -160,16 +131,11 @@ fetch() {
 		return 0
 	fi
 	tmp=$(mktemp -d "$top/.tmp.XXXXXX")
-	refresh_lists
 	echo "stock-kernels.sh: fetching $suite's ${pkgs[*]} (about 110 MB, once)" >&2
-	if ! (cd "$tmp" && timeout 300 apt-get "${apt_opts[@]}" download "${pkgs[@]}") >"$tmp/apt.log" 2>&1; then
-		refresh_lists force
-		(cd "$tmp" && timeout 300 apt-get "${apt_opts[@]}" download "${pkgs[@]}") >"$tmp/apt.log" 2>&1 || {
-			grep -E '^E:' "$tmp/apt.log" >&2 || tail -n 5 "$tmp/apt.log" >&2
-			rm -rf "$tmp"
-			die "downloading ${pkgs[*]} ($suite) failed; if $suite no longer carries that version, run 'scripts/stock-kernels.sh --update-pins' and commit scripts/stock-kernels.pins; else check the network to $mirror"
-		}
-	fi
+	papt_download "$tmp" "${pkgs[@]}" || {
+		rm -rf "$tmp"
+		die "downloading ${pkgs[*]} ($suite) failed; if $suite no longer carries that version, run 'scripts/stock-kernels.sh --update-pins' and commit scripts/stock-kernels.pins; else check the network to $papt_mirror"
+	}
 	for p in "$tmp"/*.deb; do
 		timeout 300 dpkg -x "$p" "$tmp/x" || die "dpkg -x $(basename "$p") failed"
 	done

@@ -3,7 +3,8 @@
 #
 # Run a command on an x86-64 host with hardware-virtualization KVM: this machine itself when
 # its /dev/kvm is VT-x/AMD-V (scripts/machine-info.sh --kvm prints "hardware"), otherwise an
-# emulated host: QEMU TCG with AMD SVM and nested paging (-cpu EPYC,+svm,+npt), booting
+# emulated host: QEMU TCG (scripts/test-host-qemu.sh: QEMU 10 from bookworm-backports) with
+# AMD SVM and nested paging (-cpu EPYC,+svm,+npt), booting
 # Debian's packaged kernel with kvm-amd (scripts/test-host-image.sh fetches it through apt
 # and caches it by package version). There, /dev/kvm has hardware semantics: skiff's guests
 # run ring 0 and user space, slowly (emulation speed, not the machine's).
@@ -86,8 +87,9 @@ if [ "$mode" = direct ]; then
 	exec timeout --kill-after=5 "$timeout_s" "$@"
 fi
 
-command -v qemu-system-x86_64 >/dev/null ||
-	die "qemu-system-x86_64 not found; run 'sudo apt-get install qemu-system-x86' (or scripts/setup.sh)"
+# QEMU 10 from bookworm-backports, not the machine's 7.2, whose SVM emulation corrupts
+# nested guests now and then (scripts/test-host-qemu.sh says how).
+qemu=$(bash "$repo/scripts/test-host-qemu.sh") || exit 125
 img=$(bash "$repo/scripts/test-host-image.sh") || exit 125
 # Emulated vCPUs crawl when the machine is busy (timer interrupts reach a halted vCPU
 # late, a spinning vCPU waits for a descheduled one): at load 20 on 2 cores a run took
@@ -145,7 +147,7 @@ fsdev() { # TAG PATH [OPTIONS]: a virtio-9p share
 	die "QEMU cannot share a path with a comma (--work '$work', the tree '$repo')"
 t0=$(date +%s.%N)
 # shellcheck disable=SC2046 # fsdev prints whole words
-setsid qemu-system-x86_64 -accel tcg,thread=multi -cpu EPYC,+svm,+npt -smp "$cpus" -m "$mem" \
+setsid "$qemu" -accel tcg,thread=multi -cpu EPYC,+svm,+npt -smp "$cpus" -m "$mem" \
 	-nodefaults -no-reboot -display none -monitor "unix:$state/monitor,server=on,wait=off" \
 	-serial "file:$console" \
 	-kernel "$img/vmlinuz" -initrd "$state/host.cpio.gz" \

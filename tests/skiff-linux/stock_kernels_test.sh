@@ -57,7 +57,7 @@ if [ "${1:-}" != --inner ]; then
 		echo "skiff-patched 6.1 $k $initrd ACPI+CMDLINE_DEVICES" >>"$w/kernels"
 	fi
 	set +e
-	bash "$repo/scripts/test-host.sh" --work "$w" --timeout 1200 --boot-timeout 180 -- \
+	bash "$repo/tests/skiff-linux/host_run.sh" 1200 -- \
 		bash "$repo/tests/skiff-linux/stock_kernels_test.sh" --inner "$build" "$w/kernels" "$mib"
 	exit $?
 fi
