@@ -60,6 +60,7 @@
 #include <sys/uio.h>
 
 #include "packet.h"
+#include "txbuf.h"
 
 struct vsock_dev;
 struct pump;
@@ -76,16 +77,6 @@ enum conn_state {
 #define PEND_RESPONSE (1u << 2)
 #define PEND_CREDIT (1u << 3)
 #define PEND_SHUTDOWN (1u << 4) /* after data: flags in shut_to_send */
-
-/*
- * One record of a SEQPACKET backlog: @n messages, the first of @len bytes
- * (of the byte ring, in order), then @n - 1 empty ones. Runs of zero-length
- * messages, which cost the guest no credit, are counted, not stored.
- */
-struct sq_rec {
-	uint32_t len;
-	uint32_t n;
-};
 
 struct conn {
 	/* Immutable after conn_new(). */
@@ -136,18 +127,12 @@ struct conn {
 	uint32_t h2g_sent; /* payload bytes put on the RX queue */
 
 	/*
-	 * Backlog of guest bytes the host socket did not take yet: a ring of
-	 * bl_cap = buf_alloc bytes (allocated on first use), so a guest within
-	 * its credit always fits. For SEQPACKET it holds only message bytes;
-	 * the boundaries are in sq_recs, a ring of sq_cap records (sq_cnt from
-	 * sq_head) grown as needed up to sq_rec_max(). sq_open: the tail record
-	 * is a message still being assembled.
+	 * Backlog of guest bytes the host socket did not take yet (txbuf.h): a
+	 * ring of buf_alloc bytes (allocated on first use), so a guest within
+	 * its credit always fits; for SEQPACKET plus the message records, at
+	 * most txbuf_rec_limit(buf_alloc) of them.
 	 */
-	uint8_t *bl;
-	uint32_t bl_cap, bl_head, bl_len;
-	struct sq_rec *sq_recs;
-	uint32_t sq_cap, sq_head, sq_cnt;
-	bool sq_open;
+	struct txbuf tx;
 
 	/* Bytes that followed "CONNECT <port>\n": sent to the guest first. */
 	uint8_t prefix[32];
