@@ -180,6 +180,26 @@ void conn_opened(struct conn *c)
 	CTR_ADD(c->dev, conns_opened, 1);
 }
 
+void conn_watch_deadline(struct conn *c, unsigned int ms)
+{
+	struct vsock_dev *dev = c->dev;
+
+	/* After our SHUTDOWN, a guest with data still to read gets longer. */
+	if (c->state == CONN_ESTABLISHED && c->peer_fwd_cnt != c->h2g_sent &&
+	    ms < DEV_STALL_TIMEOUT_MS)
+		ms = DEV_STALL_TIMEOUT_MS;
+	c->deadline_fwd = c->peer_fwd_cnt;
+	conn_get(c); /* the queue's, if @c was not on it */
+	if (!killq_add(&dev->kq, &c->kq, killq_now(&dev->kq) + ms))
+		conn_put(c); /* it was: the caller holds another */
+}
+
+void conn_unwatch_deadline(struct conn *c)
+{
+	if (killq_remove(&c->dev->kq, &c->kq))
+		conn_put(c); /* the caller holds another: not the last */
+}
+
 void conn_reset(struct conn *c, bool send_rst)
 {
 	/*
@@ -202,7 +222,7 @@ void conn_end(struct conn *c, bool send_rst)
 		return;
 	c->state = CONN_CLOSED;
 	mux_remove(&dev->mux, c);
-	dev_unwatch_deadline(c);
+	conn_unwatch_deadline(c);
 	shutdown(c->fd, SHUT_RDWR);
 	txbuf_release(&c->tx);
 	c->pending = send_rst ? PEND_RST : 0;
@@ -467,7 +487,7 @@ static int host_accepted(struct conn *c)
 		c->host_hup = true; /* it reads no more: our SHUTDOWN will say RCV too */
 	else if (ret)
 		return ret;
-	dev_unwatch_deadline(c);
+	conn_unwatch_deadline(c);
 	c->state = CONN_ESTABLISHED;
 	conn_schedule(c);
 	return 0;

@@ -56,9 +56,11 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "killq.h"
 #include "packet.h"
 #include "txbuf.h"
 
@@ -107,11 +109,10 @@ struct conn {
 	struct conn *work_next; /* pump->lock */
 	struct conn *zombie_next; /* owning pump thread only */
 	struct conn *hash_next; /* muxer lock */
-	struct conn *timed_next, *timed_prev; /* dev->timed_lock */
+	struct killq_entry
+		kq; /* dev->kq: the deadline of a wait (killq.h), on it with a reference */
 	struct conn *due_next; /* control thread: timer_tick()'s list of expired ones */
-	bool on_timed; /* dev->timed_lock */
 	bool counted; /* in conns_opened: conns_closed counts its fd's close */
-	int64_t deadline_ms; /* c->lock and dev->timed_lock to write; CLOCK_MONOTONIC */
 	uint32_t deadline_fwd; /* c->lock; guest fwd_cnt when the deadline was last set */
 	bool in_table; /* muxer lock */
 
@@ -143,6 +144,12 @@ struct conn {
 	uint32_t msg_len, msg_off;
 	bool msg_valid;
 };
+
+/* conn_of_kq() - the connection whose kill queue entry is @e. */
+static inline struct conn *conn_of_kq(struct killq_entry *e)
+{
+	return (struct conn *)(void *)((char *)e - offsetof(struct conn, kq));
+}
 
 /*
  * conn_new() - a connection with one reference (the caller's), state
@@ -188,6 +195,20 @@ void conn_tx_flush(struct vsock_dev *dev);
  */
 int conn_flush(struct conn *c);
 
+/*
+ * conn_watch_deadline() - give @c a deadline of @ms from now for its current
+ * waiting state (HOST_CONNECTING, or our SHUTDOWN RCV|SEND sent); when it is
+ * still in that state then, the control thread resets it (timer_tick()).
+ * While on the kill queue (dev->kq, killq.h), @c holds a reference for it.
+ * Caller holds c->lock.
+ */
+void conn_watch_deadline(struct conn *c, unsigned int ms);
+/*
+ * conn_unwatch_deadline() - @c left its waiting state (answered, or closed):
+ * out of the kill queue at once, so that the queue's reference does not
+ * keep its fd open. Caller holds c->lock and a reference of its own.
+ */
+void conn_unwatch_deadline(struct conn *c);
 /*
  * conn_reset() - close @c because of an error or an abortive guest RST
  * (caller holds c->lock): out of the table and the kill queue, host fd shut

@@ -540,7 +540,7 @@ static enum serve_result serve(struct pump *p, struct conn *c)
 				c->pending &= ~PEND_SHUTDOWN;
 				c->local_shut |= c->shut_to_send;
 				if ((c->local_shut & 3u) == 3u)
-					dev_watch_deadline(c, DEV_CLOSE_TIMEOUT_MS);
+					conn_watch_deadline(c, DEV_CLOSE_TIMEOUT_MS);
 			}
 		} else {
 			break;
