@@ -50,6 +50,8 @@
 #define DEV_FD_RESERVE 64 /* fds of the process left out of the automatic budgets */
 #define DEV_FD_PER_DEVICE 32 /* ... plus these per device (its own epolls, eventfds...) */
 #define DEV_FD_BUDGET_MIN 16 /* an automatic budget never goes below this */
+#define HOST_PORT_MIN (1u << 30) /* local ports of host-initiated connections ... */
+#define HOST_PORT_END (1u << 31) /* ... below this */
 
 /* One reserved RX chain. */
 struct rx_slot {

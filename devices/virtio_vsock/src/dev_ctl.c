@@ -15,12 +15,11 @@
 
 #include "conn.h"
 #include "dev.h"
+#include "dev_step.h"
 #include "iov.h"
 
 #define TX_BUDGET 256 /* chains per turn before looking at other events */
 #define TX_USED_BATCH 64
-#define HOST_PORT_MIN (1u << 30)
-#define HOST_PORT_END (1u << 31)
 
 /* The device whose control thread this is (NULL on other threads). */
 static __thread const struct vsock_dev *tls_ctl_dev;
@@ -567,6 +566,27 @@ static void drain_kick(struct vsock_dev *dev, unsigned int q)
 	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, fd, NULL);
 	fprintf(stderr, "skiff-vsock: kick fd of queue %u: %s; no longer watched\n", q,
 		r ? strerror(errno) : "end of file");
+}
+
+void ctl_step_claim(struct vsock_dev *dev)
+{
+	tls_ctl_dev = dev;
+}
+
+bool ctl_step_tx(struct vsock_dev *dev)
+{
+	return process_tx(dev);
+}
+
+void ctl_step_clients(struct vsock_dev *dev)
+{
+	struct pending_connect *pc, *next;
+
+	accept_all(dev);
+	for (pc = dev->pending; pc; pc = next) {
+		next = pc->next; /* handle_pending() may free pc, and only pc */
+		handle_pending(dev, pc);
+	}
 }
 
 static void *ctl_main(void *arg)

@@ -145,7 +145,7 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	dev->listen_fd = dev->ctl_epfd = dev->ctl_wake_fd = -1;
 	dev->lobby.wake_fd = -1;
 	dev->spare_fd = -1;
-	dev->next_host_port = 1u << 30;
+	dev->next_host_port = HOST_PORT_MIN;
 	dev->features_offered = (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX) |
 				(1ull << VIRTIO_RING_F_INDIRECT_DESC) |
 				(1ull << VIRTIO_VSOCK_F_STREAM) |
