@@ -60,15 +60,9 @@ void dev_queue_raw(struct vsock_dev *dev, const struct virtio_vsock_hdr *h)
 
 void dev_reply_rst(struct vsock_dev *dev, const struct virtio_vsock_hdr *in)
 {
-	struct virtio_vsock_hdr h = {
-		.src_cid = VSOCK_CID_HOST,
-		.dst_cid = dev->cfg.guest_cid,
-		.src_port = in->dst_port,
-		.dst_port = in->src_port,
-		.type = in->type,
-		.op = VIRTIO_VSOCK_OP_RST,
-	};
+	struct virtio_vsock_hdr h;
 
+	pkt_rst_reply(&h, in, in->type); /* @in: from the guest's CID to CID 2 (pkt_parse_tx()) */
 	dev_queue_raw(dev, &h);
 }
 
