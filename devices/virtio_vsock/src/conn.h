@@ -109,8 +109,7 @@ struct conn {
 	struct conn *work_next; /* pump->lock */
 	struct conn *zombie_next; /* owning pump thread only */
 	struct conn *hash_next; /* muxer lock */
-	struct killq_entry
-		kq; /* dev->kq: the deadline of a wait (killq.h), on it with a reference */
+	struct killq_entry kq; /* dev->kq.lock: a deadline (killq.h); queued with a ref */
 	struct conn *due_next; /* control thread: timer_tick()'s list of expired ones */
 	bool counted; /* in conns_opened: conns_closed counts its fd's close */
 	uint32_t deadline_fwd; /* c->lock; guest fwd_cnt when the deadline was last set */
