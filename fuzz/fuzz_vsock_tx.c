@@ -12,13 +12,13 @@
  * RST) into the guest's RX chains (rx_pump.c serve(), emit_rw(),
  * rx_chains.c), mergeable or not.
  *
- * dev_ctl.c and rx_pump.c are compiled into this file so that their static
- * functions run synchronously on the fuzzer's thread, standing in for the
- * control thread (process_tx(), accept_all(), handle_pending()) and for
- * pump 0 (one turn of pump_main()'s loop, below); no device thread runs:
- * the lobby thread, which holds host clients while the device is not
- * started, is stopped after create and after every reset (the device never
- * runs it next to the control thread, which this thread plays).
+ * The fuzzer's thread stands in for the control thread and for pump 0,
+ * through the library's own step functions (dev_step.h: ctl_step_tx(),
+ * ctl_step_clients(), pump_step(), the code the threads run); no device
+ * thread runs: the lobby thread, which holds host clients while the device
+ * is not started, is stopped after create and after every reset (the
+ * device never runs it next to the control thread, which this thread
+ * plays).
  *
  * Guest memory: R0 [0x0, 0x1000), R1 [0x1000, 0x2000) adjacent to it, R2
  * [0x8000, 0x8400) after a hole, each its own heap block. Rings in R0,
@@ -43,12 +43,18 @@
  * TX used ring (the used index advances by exactly the chains taken),
  * unless the ring was found broken.
  */
-#include "../devices/virtio_vsock/src/dev_ctl.c"
-#include "../devices/virtio_vsock/src/rx_pump.c"
-
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/un.h>
+#include <unistd.h>
 
+#include "conn.h"
+#include "dev.h"
+#include "dev_step.h"
 #include "fuzz_input.h"
+#include "skiff/vsock_dev.h"
 
 #define R_N 3
 static const uint64_t r_gpa[R_N] = { 0x0, 0x1000, 0x8000 };
@@ -112,7 +118,7 @@ static void setup_once(void)
 	quiet_lobby(g_dev);
 	g_listen[0] = listen_on(path, 1024, SOCK_STREAM);
 	g_listen[1] = listen_on(path, 1025, SOCK_SEQPACKET);
-	tls_ctl_dev = g_dev; /* this thread plays the control thread */
+	ctl_step_claim(g_dev); /* this thread plays the control thread */
 }
 
 /* Host peers of guest-initiated connections: accept them, write @data. */
@@ -158,46 +164,6 @@ static void bump_idx(uint8_t *idx, uint8_t n)
 	idx[1] = (uint8_t)(v >> 8);
 }
 
-/* One turn of pump_main()'s loop, without waiting. */
-static void pump_turn(struct pump *p)
-{
-	struct epoll_event ev[64];
-	struct conn *list;
-	int n, i;
-
-	free_zombies(p);
-	n = epoll_wait(p->epfd, ev, 64, 0);
-	for (i = 0; i < n; i++)
-		handle_event(p, &ev[i]);
-	pthread_mutex_lock(&p->lock);
-	list = p->work_head;
-	p->work_head = p->work_tail = NULL;
-	pthread_mutex_unlock(&p->lock);
-	while (list) {
-		struct conn *c = list;
-		enum serve_result res;
-
-		list = c->work_next;
-		c->on_work = false;
-		res = serve(p, c);
-		if (res == SERVE_REQUEUE) {
-			pump_enqueue(c);
-		} else if (res == SERVE_BLOCKED && !c->on_work) {
-			conn_get(c);
-			c->on_work = true;
-			if (p->starved) {
-				c->work_next = p->blocked;
-				p->blocked = c;
-			} else {
-				list_append(p, c);
-			}
-		}
-		conn_put(c);
-	}
-	serve_raw(p);
-	done_flush(p);
-}
-
 /* A host client on uds_path sends "CONNECT <port>\n"; the device reads it. */
 static int host_client(struct vsock_dev *dev, uint32_t port, const uint8_t *data, size_t len)
 {
@@ -215,9 +181,7 @@ static int host_client(struct vsock_dev *dev, uint32_t port, const uint8_t *data
 	memcpy(line + n, data, len);
 	n += (int)len;
 	FZ_CHECK(write(fd, line, (size_t)n) == n);
-	accept_all(dev);
-	while (dev->pending)
-		handle_pending(dev, dev->pending);
+	ctl_step_clients(dev);
 	return fd;
 }
 
@@ -289,7 +253,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	used0 = dev->txq.used_idx;
 	vsock_dev_get_counters(dev, &before);
-	for (i = 0; i < 4 && process_tx(dev); i++)
+	for (i = 0; i < 4 && ctl_step_tx(dev); i++)
 		;
 	vsock_dev_get_counters(dev, &after);
 	/* Every chain taken is returned, whatever it held (unless the ring broke). */
@@ -302,17 +266,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		host_peers(hdata, hlen, host);
 		for (i = 0; i < 6; i++) {
-			pump_turn(p);
+			pump_step(p);
 			if (i == 0) {
 				bump_idx(hva[0] + TX_AVAIL + 2, tx_more);
 				bump_idx(hva[0] + RX_AVAIL + 2, rx_more);
 				pump_rx_kicked(dev);
 			}
 			/* The guest's answers to what the pump sent, if the ring has more. */
-			process_tx(dev);
+			ctl_step_tx(dev);
 		}
-		cache_return(p);
-		free_zombies(p);
+		pump_step_end(p);
 	}
 
 	vsock_dev_reset(dev);

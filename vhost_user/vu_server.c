@@ -20,9 +20,9 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "skiff/mono_ms.h"
 #include "skiff/vhost_user.h"
 
 /* A frontend that stops mid-message for this long is dropped. */
@@ -34,14 +34,6 @@
 static bool out_of_fds(int err)
 {
 	return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
-}
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int fill_addr(const char *path, struct sockaddr_un *sa)
@@ -144,7 +136,7 @@ static int serve_one(int conn, int listen_fd, struct vu_backend *vb, int stop_fd
 		int ret, next, timeout = -1;
 
 		if (retry_at) {
-			int64_t now = mono_ms();
+			int64_t now = skiff_mono_ms();
 
 			if (now >= retry_at) {
 				retry_at = 0;
@@ -175,7 +167,8 @@ static int serve_one(int conn, int listen_fd, struct vu_backend *vb, int stop_fd
 					close(pending);
 				pending = next;
 			} else if (out_of_fds(errno)) {
-				retry_at = mono_ms() + VU_ACCEPT_BACKOFF_MS; /* still queued */
+				retry_at =
+					skiff_mono_ms() + VU_ACCEPT_BACKOFF_MS; /* still queued */
 			}
 			continue;
 		}

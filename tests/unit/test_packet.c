@@ -176,6 +176,33 @@ START_TEST(extra_bytes_ignored)
 }
 END_TEST
 
+/* The one RST builder: addresses swapped, the given type, nothing else carried. */
+START_TEST(rst_reply_swaps)
+{
+	struct virtio_vsock_hdr in = good_hdr(7), r;
+
+	in.flags = 3;
+	pkt_rst_reply(&r, &in, VIRTIO_VSOCK_TYPE_SEQPACKET);
+	ck_assert_uint_eq(r.src_cid, VSOCK_CID_HOST);
+	ck_assert_uint_eq(r.dst_cid, GUEST_CID);
+	ck_assert_uint_eq(r.src_port, 5678);
+	ck_assert_uint_eq(r.dst_port, 1234);
+	ck_assert_uint_eq(r.type, VIRTIO_VSOCK_TYPE_SEQPACKET);
+	ck_assert_uint_eq(r.op, VIRTIO_VSOCK_OP_RST);
+	ck_assert_uint_eq(r.len, 0);
+	ck_assert_uint_eq(r.flags, 0);
+	ck_assert_uint_eq(r.buf_alloc, 0);
+	ck_assert_uint_eq(r.fwd_cnt, 0);
+	pkt_rst(&r, 5, 6, 7, 8, VIRTIO_VSOCK_TYPE_STREAM);
+	ck_assert_uint_eq(r.src_cid, 5);
+	ck_assert_uint_eq(r.src_port, 6);
+	ck_assert_uint_eq(r.dst_cid, 7);
+	ck_assert_uint_eq(r.dst_port, 8);
+	ck_assert_uint_eq(r.type, VIRTIO_VSOCK_TYPE_STREAM);
+	ck_assert_uint_eq(r.op, VIRTIO_VSOCK_OP_RST);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("packet");
@@ -190,6 +217,7 @@ int main(void)
 	tcase_add_test(tc, writable_tx_descriptor);
 	tcase_add_test(tc, field_checks);
 	tcase_add_test(tc, extra_bytes_ignored);
+	tcase_add_test(tc, rst_reply_swaps);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "dev.h"
-#include "iov.h"
 #include "rx_chains.h"
 
 /*
@@ -51,6 +50,7 @@ struct conn *conn_new(struct vsock_dev *dev, int fd, uint16_t type, uint32_t loc
 	c->peer_port = peer_port;
 	c->refs = 1;
 	c->buf_alloc = dev->cfg.conn_buf_size;
+	txbuf_init(&c->tx, c->buf_alloc, txbuf_rec_limit(c->buf_alloc));
 	c->pump = &dev->pumps[(local_port * 31u + peer_port) % dev->n_pumps];
 	host_sndbuf(fd, c->buf_alloc);
 	if (req) {
@@ -78,8 +78,7 @@ void conn_put(struct conn *c)
 		dev_fd_close(c->dev, c->fd);
 	if (c->counted)
 		CTR_ADD(c->dev, conns_closed, 1); /* its fd is closed now */
-	free(c->bl);
-	free(c->sq_recs);
+	txbuf_release(&c->tx);
 	free(c->msg);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -168,7 +167,7 @@ int conn_describe(struct conn *c, char *buf, size_t len)
 		     "peer_buf_alloc %u peer_fwd_cnt %u sent %u credit %u readable %d eof %d; "
 		     "pump %u starved %d",
 		     (int)c->state, c->pending, c->peer_shut, c->local_shut, c->buf_alloc,
-		     c->g2h_recv, c->g2h_fwd, c->g2h_fwd_told, c->bl_len, c->out_armed,
+		     c->g2h_recv, c->g2h_fwd, c->g2h_fwd_told, txbuf_len(&c->tx), c->out_armed,
 		     c->want_flush, c->peer_buf_alloc, c->peer_fwd_cnt, c->h2g_sent,
 		     conn_credit_avail(c), c->host_readable, c->host_eof, c->pump->id, starved);
 	pthread_mutex_unlock(&c->lock);
@@ -179,6 +178,26 @@ void conn_opened(struct conn *c)
 {
 	c->counted = true;
 	CTR_ADD(c->dev, conns_opened, 1);
+}
+
+void conn_watch_deadline(struct conn *c, unsigned int ms)
+{
+	struct vsock_dev *dev = c->dev;
+
+	/* After our SHUTDOWN, a guest with data still to read gets longer. */
+	if (c->state == CONN_ESTABLISHED && c->peer_fwd_cnt != c->h2g_sent &&
+	    ms < DEV_STALL_TIMEOUT_MS)
+		ms = DEV_STALL_TIMEOUT_MS;
+	c->deadline_fwd = c->peer_fwd_cnt;
+	conn_get(c); /* the queue's, if @c was not on it */
+	if (!killq_add(&dev->kq, &c->kq, killq_now(&dev->kq) + ms))
+		conn_put(c); /* it was: the caller holds another */
+}
+
+void conn_unwatch_deadline(struct conn *c)
+{
+	if (killq_remove(&c->dev->kq, &c->kq))
+		conn_put(c); /* the caller holds another: not the last */
 }
 
 void conn_reset(struct conn *c, bool send_rst)
@@ -203,142 +222,11 @@ void conn_end(struct conn *c, bool send_rst)
 		return;
 	c->state = CONN_CLOSED;
 	mux_remove(&dev->mux, c);
-	dev_unwatch_deadline(c);
+	conn_unwatch_deadline(c);
 	shutdown(c->fd, SHUT_RDWR);
-	free(c->bl);
-	c->bl = NULL;
-	c->bl_len = c->bl_cap = c->bl_head = 0;
-	free(c->sq_recs);
-	c->sq_recs = NULL;
-	c->sq_cap = c->sq_head = c->sq_cnt = 0;
-	c->sq_open = false;
+	txbuf_release(&c->tx);
 	c->pending = send_rst ? PEND_RST : 0;
 	conn_schedule(c);
-}
-
-/* ---- backlog ring ---- */
-
-/*
- * Room for @need more bytes. The ring holds buf_alloc bytes: it only ever
- * holds guest bytes received and not yet taken by the host socket
- * (g2h_recv - g2h_fwd), which the credit check keeps within buf_alloc.
- */
-static int bl_reserve(struct conn *c, uint32_t need)
-{
-	if (!need)
-		return 0;
-	if (!c->bl) {
-		c->bl = malloc(c->buf_alloc);
-		if (!c->bl)
-			return -ENOMEM;
-		c->bl_cap = c->buf_alloc;
-		c->bl_head = c->bl_len = 0;
-	}
-	return c->bl_cap - c->bl_len >= need ? 0 : -ENOBUFS;
-}
-
-/* Append @len bytes of an iovec stream (from @off) at the ring's tail. */
-static void bl_append_iov(struct conn *c, const struct iovec *iov, unsigned int n, size_t off,
-			  uint32_t len)
-{
-	while (len) {
-		uint32_t tail = (c->bl_head + c->bl_len) % c->bl_cap;
-		uint32_t room = c->bl_cap - tail;
-		uint32_t chunk = len < room ? len : room;
-
-		iov_read(iov, n, off, c->bl + tail, chunk);
-		c->bl_len += chunk;
-		off += chunk;
-		len -= chunk;
-	}
-}
-
-/* iovecs for @len ring bytes starting @skip bytes after the head. */
-static unsigned int bl_iov(const struct conn *c, uint32_t skip, uint32_t len, struct iovec v[2])
-{
-	uint32_t start = (c->bl_head + skip) % c->bl_cap;
-	uint32_t first = c->bl_cap - start;
-
-	if (first >= len) {
-		v[0] = (struct iovec){ c->bl + start, len };
-		return 1;
-	}
-	v[0] = (struct iovec){ c->bl + start, first };
-	v[1] = (struct iovec){ c->bl, len - first };
-	return 2;
-}
-
-static void bl_consume(struct conn *c, uint32_t n)
-{
-	c->bl_head = (c->bl_head + n) % c->bl_cap;
-	c->bl_len -= n;
-	if (!c->bl_len)
-		c->bl_head = 0;
-}
-
-/* ---- SEQPACKET message records ---- */
-
-#define SQ_RECS_MIN 16
-
-/*
- * Most records a guest within its credit can make us keep: every record
- * but the head (whose message may have gone already) and the open one
- * starts with a message of at least one byte of credit, since an empty
- * message is counted on the record before it. (Only a run of 2^32 - 1
- * empty messages behind one record needs a record of its own.)
- */
-static uint32_t sq_rec_max(const struct conn *c)
-{
-	return c->buf_alloc > UINT32_MAX - 2 ? UINT32_MAX : c->buf_alloc + 2;
-}
-
-static struct sq_rec *sq_at(const struct conn *c, uint32_t i)
-{
-	return &c->sq_recs[(c->sq_head + i) % c->sq_cap];
-}
-
-/*
- * Append the record of a new message, so far empty.
- * Return: 0; -ENOMEM; -ENOBUFS beyond sq_rec_max().
- */
-static int sq_push(struct conn *c)
-{
-	if (c->sq_cnt == c->sq_cap) {
-		uint32_t max = sq_rec_max(c), cap, i;
-		struct sq_rec *r;
-
-		if (c->sq_cap >= max)
-			return -ENOBUFS;
-		cap = c->sq_cap ? (c->sq_cap > max / 2 ? max : c->sq_cap * 2) : SQ_RECS_MIN;
-		r = malloc((size_t)cap * sizeof(*r));
-		if (!r)
-			return -ENOMEM;
-		for (i = 0; i < c->sq_cnt; i++)
-			r[i] = *sq_at(c, i);
-		free(c->sq_recs);
-		c->sq_recs = r;
-		c->sq_cap = cap;
-		c->sq_head = 0;
-	}
-	*sq_at(c, c->sq_cnt++) = (struct sq_rec){ .len = 0, .n = 1 };
-	return 0;
-}
-
-/* One more empty message after the last record. Return: false if it has no room. */
-static bool sq_count_empty(struct conn *c)
-{
-	struct sq_rec *t = c->sq_cnt ? sq_at(c, c->sq_cnt - 1) : NULL;
-
-	if (!t || t->n == UINT32_MAX)
-		return false;
-	t->n++;
-	return true;
-}
-
-/* Whether the backlog holds anything (for SEQPACKET also a message being assembled). */
-static bool bl_busy(const struct conn *c)
-{
-	return c->type == VIRTIO_VSOCK_TYPE_SEQPACKET ? c->sq_cnt : c->bl_len;
 }
 
 static ssize_t send_iov(int fd, const struct iovec *iov, unsigned int n)
@@ -361,7 +249,7 @@ static void delivered(struct conn *c, uint32_t n)
 /* After the backlog drained: pass on a guest half-close, or finish a close. */
 static void after_drain(struct conn *c)
 {
-	if (bl_busy(c) || c->state != CONN_ESTABLISHED)
+	if (txbuf_busy(&c->tx) || c->state != CONN_ESTABLISHED)
 		return;
 	if (c->rst_when_drained) {
 		conn_end(c, true); /* the guest closed, we answer: a normal close */
@@ -380,23 +268,17 @@ static int sq_flush(struct conn *c)
 	struct iovec v[2];
 	ssize_t r;
 
-	while (c->sq_cnt > (c->sq_open ? 1u : 0u)) {
-		struct sq_rec *h = sq_at(c, 0);
+	while (txbuf_msg_ready(&c->tx)) {
+		uint32_t len = txbuf_msg_head_len(&c->tx);
 
-		r = send_iov(c->fd, v, h->len ? bl_iov(c, 0, h->len, v) : 0);
+		r = send_iov(c->fd, v, txbuf_iov(&c->tx, 0, len, v));
 		if (r == -EAGAIN)
 			return 1;
 		if (r < 0)
 			return (int)r;
-		if (h->len) {
-			bl_consume(c, h->len);
-			delivered(c, h->len);
-			h->len = 0; /* what is left of the record: h->n - 1 empty messages */
-		}
-		if (--h->n)
-			continue;
-		c->sq_head = (c->sq_head + 1) % c->sq_cap;
-		c->sq_cnt--;
+		txbuf_msg_sent(&c->tx);
+		if (len)
+			delivered(c, len);
 	}
 	return 0;
 }
@@ -407,13 +289,13 @@ static int stream_flush(struct conn *c)
 	struct iovec v[2];
 	ssize_t r;
 
-	while (c->bl_len) {
-		r = send_iov(c->fd, v, bl_iov(c, 0, c->bl_len, v));
+	while (txbuf_len(&c->tx)) {
+		r = send_iov(c->fd, v, txbuf_iov(&c->tx, 0, txbuf_len(&c->tx), v));
 		if (r == -EAGAIN)
 			return 1;
 		if (r < 0)
 			return (int)r;
-		bl_consume(c, (uint32_t)r);
+		txbuf_consume(&c->tx, (uint32_t)r);
 		delivered(c, (uint32_t)r);
 	}
 	return 0;
@@ -447,7 +329,7 @@ static int batch_send(struct conn *c)
 
 	if (!len || c->state != CONN_ESTABLISHED)
 		goto out; /* reset meanwhile: the data goes with the connection */
-	if (!c->bl_len) {
+	if (!txbuf_len(&c->tx)) {
 		r = send_iov(c->fd, b->iov, b->n);
 		if (r == -EAGAIN)
 			r = 0;
@@ -459,11 +341,11 @@ static int batch_send(struct conn *c)
 	}
 	if ((uint32_t)r < len) {
 		/* Fits: every batched byte was checked against buf_alloc. */
-		if (bl_reserve(c, len - (uint32_t)r)) {
+		if (txbuf_reserve(&c->tx, len - (uint32_t)r)) {
 			ret = -ENOBUFS;
 			goto out;
 		}
-		bl_append_iov(c, b->iov, b->n, (size_t)r, len - (uint32_t)r);
+		txbuf_append_iov(&c->tx, b->iov, b->n, (size_t)r, len - (uint32_t)r);
 		ret = pump_set_out(c, true);
 		if (ret)
 			goto out;
@@ -507,7 +389,7 @@ static int rw_stream(struct conn *c, const struct iovec *p, unsigned int n, uint
 		if (ret)
 			return ret;
 	}
-	if (!c->bl_len && len && (!b->c || b->c == c) && n <= TXB_IOV - b->n) {
+	if (!txbuf_len(&c->tx) && len && (!b->c || b->c == c) && n <= TXB_IOV - b->n) {
 		if (!b->c) {
 			conn_get(c);
 			b->c = c;
@@ -517,7 +399,7 @@ static int rw_stream(struct conn *c, const struct iovec *p, unsigned int n, uint
 		b->len += len;
 		return 0;
 	}
-	if (!c->bl_len && len) {
+	if (!txbuf_len(&c->tx) && len) {
 		r = send_iov(c->fd, p, n);
 		if (r == -EAGAIN)
 			r = 0;
@@ -526,9 +408,9 @@ static int rw_stream(struct conn *c, const struct iovec *p, unsigned int n, uint
 		delivered(c, (uint32_t)r);
 	}
 	if ((uint32_t)r < len) {
-		if (bl_reserve(c, len - (uint32_t)r))
+		if (txbuf_reserve(&c->tx, len - (uint32_t)r))
 			return -ENOBUFS;
-		bl_append_iov(c, p, n, (size_t)r, len - (uint32_t)r);
+		txbuf_append_iov(&c->tx, p, n, (size_t)r, len - (uint32_t)r);
 		return pump_set_out(c, true);
 	}
 	return 0;
@@ -544,11 +426,10 @@ static int rw_seqpacket(struct conn *c, const struct iovec *p, unsigned int n, u
 			uint32_t flags)
 {
 	bool eom = flags & (VIRTIO_VSOCK_SEQ_EOM | VIRTIO_VSOCK_SEQ_EOR);
-	struct sq_rec *t;
 	ssize_t r;
 	int ret;
 
-	if (!c->sq_cnt && eom) {
+	if (!txbuf_recs(&c->tx) && eom) {
 		/* A whole message and nothing queued before it: send in place. */
 		r = send_iov(c->fd, p, n);
 		if (r >= 0) {
@@ -558,28 +439,18 @@ static int rw_seqpacket(struct conn *c, const struct iovec *p, unsigned int n, u
 		if (r != -EAGAIN)
 			return (int)r;
 	}
-	if (bl_reserve(c, len))
+	if (txbuf_reserve(&c->tx, len))
 		return -ENOBUFS;
-	if (!c->sq_open) {
-		if (!len && eom && sq_count_empty(c))
+	if (!txbuf_msg_is_open(&c->tx)) {
+		if (!len && eom && txbuf_msg_empty(&c->tx))
 			return conn_flush(c);
-		ret = sq_push(c);
+		ret = txbuf_msg_open(&c->tx);
 		if (ret)
 			return ret;
-		c->sq_open = true;
 	}
-	bl_append_iov(c, p, n, 0, len);
-	t = sq_at(c, c->sq_cnt - 1);
-	t->len += len;
-	if (eom) {
-		c->sq_open = false;
-		if (!t->len && c->sq_cnt > 1) {
-			/* It was empty after all: count it on the record before. */
-			c->sq_cnt--;
-			if (!sq_count_empty(c))
-				c->sq_cnt++;
-		}
-	}
+	txbuf_msg_append_iov(&c->tx, p, n, 0, len);
+	if (eom)
+		txbuf_msg_close(&c->tx);
 	return conn_flush(c);
 }
 
@@ -616,7 +487,7 @@ static int host_accepted(struct conn *c)
 		c->host_hup = true; /* it reads no more: our SHUTDOWN will say RCV too */
 	else if (ret)
 		return ret;
-	dev_unwatch_deadline(c);
+	conn_unwatch_deadline(c);
 	c->state = CONN_ESTABLISHED;
 	conn_schedule(c);
 	return 0;

@@ -56,10 +56,13 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "killq.h"
 #include "packet.h"
+#include "txbuf.h"
 
 struct vsock_dev;
 struct pump;
@@ -76,16 +79,6 @@ enum conn_state {
 #define PEND_RESPONSE (1u << 2)
 #define PEND_CREDIT (1u << 3)
 #define PEND_SHUTDOWN (1u << 4) /* after data: flags in shut_to_send */
-
-/*
- * One record of a SEQPACKET backlog: @n messages, the first of @len bytes
- * (of the byte ring, in order), then @n - 1 empty ones. Runs of zero-length
- * messages, which cost the guest no credit, are counted, not stored.
- */
-struct sq_rec {
-	uint32_t len;
-	uint32_t n;
-};
 
 struct conn {
 	/* Immutable after conn_new(). */
@@ -116,11 +109,9 @@ struct conn {
 	struct conn *work_next; /* pump->lock */
 	struct conn *zombie_next; /* owning pump thread only */
 	struct conn *hash_next; /* muxer lock */
-	struct conn *timed_next, *timed_prev; /* dev->timed_lock */
+	struct killq_entry kq; /* dev->kq.lock: a deadline (killq.h); queued with a ref */
 	struct conn *due_next; /* control thread: timer_tick()'s list of expired ones */
-	bool on_timed; /* dev->timed_lock */
 	bool counted; /* in conns_opened: conns_closed counts its fd's close */
-	int64_t deadline_ms; /* c->lock and dev->timed_lock to write; CLOCK_MONOTONIC */
 	uint32_t deadline_fwd; /* c->lock; guest fwd_cnt when the deadline was last set */
 	bool in_table; /* muxer lock */
 
@@ -136,18 +127,12 @@ struct conn {
 	uint32_t h2g_sent; /* payload bytes put on the RX queue */
 
 	/*
-	 * Backlog of guest bytes the host socket did not take yet: a ring of
-	 * bl_cap = buf_alloc bytes (allocated on first use), so a guest within
-	 * its credit always fits. For SEQPACKET it holds only message bytes;
-	 * the boundaries are in sq_recs, a ring of sq_cap records (sq_cnt from
-	 * sq_head) grown as needed up to sq_rec_max(). sq_open: the tail record
-	 * is a message still being assembled.
+	 * Backlog of guest bytes the host socket did not take yet (txbuf.h): a
+	 * ring of buf_alloc bytes (allocated on first use), so a guest within
+	 * its credit always fits; for SEQPACKET plus the message records, at
+	 * most txbuf_rec_limit(buf_alloc) of them.
 	 */
-	uint8_t *bl;
-	uint32_t bl_cap, bl_head, bl_len;
-	struct sq_rec *sq_recs;
-	uint32_t sq_cap, sq_head, sq_cnt;
-	bool sq_open;
+	struct txbuf tx;
 
 	/* Bytes that followed "CONNECT <port>\n": sent to the guest first. */
 	uint8_t prefix[32];
@@ -158,6 +143,12 @@ struct conn {
 	uint32_t msg_len, msg_off;
 	bool msg_valid;
 };
+
+/* conn_of_kq() - the connection whose kill queue entry is @e. */
+static inline struct conn *conn_of_kq(struct killq_entry *e)
+{
+	return (struct conn *)(void *)((char *)e - offsetof(struct conn, kq));
+}
 
 /*
  * conn_new() - a connection with one reference (the caller's), state
@@ -203,6 +194,20 @@ void conn_tx_flush(struct vsock_dev *dev);
  */
 int conn_flush(struct conn *c);
 
+/*
+ * conn_watch_deadline() - give @c a deadline of @ms from now for its current
+ * waiting state (HOST_CONNECTING, or our SHUTDOWN RCV|SEND sent); when it is
+ * still in that state then, the control thread resets it (timer_tick()).
+ * While on the kill queue (dev->kq, killq.h), @c holds a reference for it.
+ * Caller holds c->lock.
+ */
+void conn_watch_deadline(struct conn *c, unsigned int ms);
+/*
+ * conn_unwatch_deadline() - @c left its waiting state (answered, or closed):
+ * out of the kill queue at once, so that the queue's reference does not
+ * keep its fd open. Caller holds c->lock and a reference of its own.
+ */
+void conn_unwatch_deadline(struct conn *c);
 /*
  * conn_reset() - close @c because of an error or an abortive guest RST
  * (caller holds c->lock): out of the table and the kill queue, host fd shut

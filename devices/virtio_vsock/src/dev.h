@@ -10,7 +10,7 @@
  *     epoll and sends every packet of those connections to the guest.
  *
  * Lock order: conn->lock first, then at most one of mux.lock, pump->lock,
- * rxq_lock, raw_lock, timed_lock (never two of those at once, never a
+ * rxq_lock, raw_lock, kq.lock (never two of those at once, never a
  * conn->lock while holding one of them). Each lock's field list is below.
  */
 #ifndef SKIFF_VSOCK_DEV_H_INTERNAL
@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "guest_mem.h"
+#include "killq.h"
 #include "muxer.h"
 #include "packet.h"
 #include "skiff/vsock_dev.h"
@@ -49,6 +50,8 @@
 #define DEV_FD_RESERVE 64 /* fds of the process left out of the automatic budgets */
 #define DEV_FD_PER_DEVICE 32 /* ... plus these per device (its own epolls, eventfds...) */
 #define DEV_FD_BUDGET_MIN 16 /* an automatic budget never goes below this */
+#define HOST_PORT_MIN (1u << 30) /* local ports of host-initiated connections ... */
+#define HOST_PORT_END (1u << 31) /* ... below this */
 
 /* One reserved RX chain. */
 struct rx_slot {
@@ -115,7 +118,7 @@ struct pending_connect {
 	int pid; /* the client's, from SO_PEERCRED (0: unknown): slots are shared by pid */
 	unsigned int len;
 	char buf[DEV_CONNECT_LINE_MAX];
-	int64_t deadline_ms; /* CLOCK_MONOTONIC: closed without OK if no line by then */
+	int64_t deadline_ms; /* killq_now(): closed without OK if no line by then */
 	struct pending_connect *next;
 };
 
@@ -186,15 +189,13 @@ struct vsock_dev {
 	int ctl_wake_fd;
 	atomic_bool stopping;
 	struct ctl_src src_wake, src_listen, src_kick[VSOCK_VQ_NUM], src_timer;
-	int timer_fd; /* one-shot timerfd, armed at the earliest deadline (timer_at) */
-
 	/*
-	 * Protects timed, timer_at and every conn's timed_next/timed_prev/
-	 * on_timed/deadline_ms.
+	 * The kill queue (killq.h): connections with a deadline (each conn's
+	 * kq entry), and the one-shot timerfd armed at the earliest deadline,
+	 * theirs or the control thread's own (CONNECT lines, a paused
+	 * listener). kq.lock protects the list and every conn's kq entry.
 	 */
-	pthread_mutex_t timed_lock;
-	struct conn *timed; /* connections with a deadline (kill queue), doubly linked */
-	int64_t timer_at; /* CLOCK_MONOTONIC ms the timerfd is armed for; INT64_MAX: not armed */
+	struct killq kq;
 	int64_t listen_retry_ms; /* control thread: when a paused listener is tried again */
 	struct pending_connect *pending; /* control thread; drained on reset */
 	unsigned int n_pending;
@@ -320,19 +321,6 @@ void pump_rx_kicked(struct vsock_dev *dev);
  * return them to the driver empty (used length 0).
  */
 void rx_return_all(struct vsock_dev *dev, bool give_back);
-
-/*
- * dev_watch_deadline() - give @c a deadline of @ms from now for its current
- * waiting state (HOST_CONNECTING, or our SHUTDOWN RCV|SEND sent); when it is
- * still in that state then, it is reset. Caller holds c->lock.
- */
-void dev_watch_deadline(struct conn *c, unsigned int ms);
-/*
- * dev_unwatch_deadline() - @c left its waiting state (answered, or closed):
- * out of the kill queue at once, so that the queue's reference does not
- * keep its fd open. Caller holds c->lock and a reference of its own.
- */
-void dev_unwatch_deadline(struct conn *c);
 
 /* dev_ctl.c */
 /* ctl_is_current() - whether the calling thread is @dev's control thread. */

@@ -11,18 +11,15 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "conn.h"
 #include "dev.h"
+#include "dev_step.h"
 #include "iov.h"
 
 #define TX_BUDGET 256 /* chains per turn before looking at other events */
 #define TX_USED_BATCH 64
-#define HOST_PORT_MIN (1u << 30)
-#define HOST_PORT_END (1u << 31)
 
 /* The device whose control thread this is (NULL on other threads). */
 static __thread const struct vsock_dev *tls_ctl_dev;
@@ -63,112 +60,10 @@ void dev_queue_raw(struct vsock_dev *dev, const struct virtio_vsock_hdr *h)
 
 void dev_reply_rst(struct vsock_dev *dev, const struct virtio_vsock_hdr *in)
 {
-	struct virtio_vsock_hdr h = {
-		.src_cid = VSOCK_CID_HOST,
-		.dst_cid = dev->cfg.guest_cid,
-		.src_port = in->dst_port,
-		.dst_port = in->src_port,
-		.type = in->type,
-		.op = VIRTIO_VSOCK_OP_RST,
-	};
+	struct virtio_vsock_hdr h;
 
+	pkt_rst_reply(&h, in, in->type); /* @in: from the guest's CID to CID 2 (pkt_parse_tx()) */
 	dev_queue_raw(dev, &h);
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/*
- * Arm the one-shot timerfd for @at (CLOCK_MONOTONIC ms) unless it is
- * armed for an earlier time already; caller holds timed_lock. Deadlines
- * only ever pull the timer earlier, so a steady stream of new ones cannot
- * keep pushing an earlier one back; timer_tick() re-arms it for the
- * earliest deadline left.
- */
-static void timer_want_locked(struct vsock_dev *dev, int64_t at)
-{
-	struct itimerspec its = { 0 };
-
-	if (at >= dev->timer_at)
-		return;
-	dev->timer_at = at;
-	if (at < 1)
-		at = 1; /* 0 would disarm; an absolute time past fires at once */
-	its.it_value.tv_sec = at / 1000;
-	its.it_value.tv_nsec = (at % 1000) * 1000000L;
-	timerfd_settime(dev->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
-}
-
-static void timer_want(struct vsock_dev *dev, int64_t at)
-{
-	pthread_mutex_lock(&dev->timed_lock);
-	timer_want_locked(dev, at);
-	pthread_mutex_unlock(&dev->timed_lock);
-}
-
-static void timer_disarm_locked(struct vsock_dev *dev)
-{
-	struct itimerspec its = { 0 };
-
-	dev->timer_at = INT64_MAX;
-	timerfd_settime(dev->timer_fd, 0, &its, NULL);
-}
-
-void dev_watch_deadline(struct conn *c, unsigned int ms)
-{
-	struct vsock_dev *dev = c->dev;
-
-	/* After our SHUTDOWN, a guest with data still to read gets longer. */
-	if (c->state == CONN_ESTABLISHED && c->peer_fwd_cnt != c->h2g_sent &&
-	    ms < DEV_STALL_TIMEOUT_MS)
-		ms = DEV_STALL_TIMEOUT_MS;
-	c->deadline_fwd = c->peer_fwd_cnt;
-	pthread_mutex_lock(&dev->timed_lock);
-	c->deadline_ms = now_ms() + ms;
-	if (!c->on_timed) {
-		conn_get(c);
-		c->on_timed = true;
-		c->timed_prev = NULL;
-		c->timed_next = dev->timed;
-		if (dev->timed)
-			dev->timed->timed_prev = c;
-		dev->timed = c;
-	}
-	timer_want_locked(dev, c->deadline_ms);
-	pthread_mutex_unlock(&dev->timed_lock);
-}
-
-/* Unlink @c from the kill queue (timed_lock held). Return: whether it was on it. */
-static bool timed_unlink(struct vsock_dev *dev, struct conn *c)
-{
-	if (!c->on_timed)
-		return false;
-	if (c->timed_prev)
-		c->timed_prev->timed_next = c->timed_next;
-	else
-		dev->timed = c->timed_next;
-	if (c->timed_next)
-		c->timed_next->timed_prev = c->timed_prev;
-	c->timed_next = c->timed_prev = NULL;
-	c->on_timed = false;
-	return true;
-}
-
-void dev_unwatch_deadline(struct conn *c)
-{
-	struct vsock_dev *dev = c->dev;
-	bool was;
-
-	pthread_mutex_lock(&dev->timed_lock);
-	was = timed_unlink(dev, c);
-	pthread_mutex_unlock(&dev->timed_lock);
-	if (was)
-		conn_put(c); /* the caller holds another: not the last */
 }
 
 /* Is @c still waiting for the guest? (caller holds c->lock) */
@@ -185,7 +80,7 @@ static void deadline_passed(struct conn *c, int64_t now)
 	struct vsock_dev *dev = c->dev;
 
 	if (!still_waiting(c)) {
-		dev_unwatch_deadline(c);
+		conn_unwatch_deadline(c);
 		return;
 	}
 	/*
@@ -196,13 +91,22 @@ static void deadline_passed(struct conn *c, int64_t now)
 	 */
 	if (c->state == CONN_ESTABLISHED && c->peer_fwd_cnt != c->deadline_fwd) {
 		c->deadline_fwd = c->peer_fwd_cnt;
-		pthread_mutex_lock(&dev->timed_lock);
-		c->deadline_ms = now + (c->peer_fwd_cnt == c->h2g_sent ? DEV_CLOSE_TIMEOUT_MS :
-									 DEV_STALL_TIMEOUT_MS);
-		pthread_mutex_unlock(&dev->timed_lock);
+		killq_set_deadline(&dev->kq, &c->kq,
+				   now + (c->peer_fwd_cnt == c->h2g_sent ? DEV_CLOSE_TIMEOUT_MS :
+									   DEV_STALL_TIMEOUT_MS));
 		return;
 	}
 	conn_reset(c, true); /* leaves the kill queue */
+}
+
+/* killq_fired() callback (under the kill queue's lock): @e is due, keep it for timer_tick(). */
+static void collect_due(struct killq_entry *e, void *arg)
+{
+	struct conn **due = arg, *c = conn_of_kq(e);
+
+	conn_get(c);
+	c->due_next = *due;
+	*due = c;
 }
 
 /*
@@ -213,18 +117,9 @@ static void deadline_passed(struct conn *c, int64_t now)
 static void timer_tick(struct vsock_dev *dev)
 {
 	struct conn *due = NULL, *c;
-	int64_t now = now_ms(), next;
+	int64_t now = killq_now(&dev->kq), next;
 
-	pthread_mutex_lock(&dev->timed_lock);
-	dev->timer_at = INT64_MAX; /* one-shot: it is not armed any more */
-	for (c = dev->timed; c; c = c->timed_next) {
-		if (c->deadline_ms <= now) {
-			conn_get(c);
-			c->due_next = due;
-			due = c;
-		}
-	}
-	pthread_mutex_unlock(&dev->timed_lock);
+	killq_fired(&dev->kq, now, collect_due, &due);
 	while (due) {
 		c = due;
 		due = c->due_next;
@@ -245,27 +140,17 @@ static void timer_tick(struct vsock_dev *dev)
 	}
 	if (dev->listen_paused && dev->listen_retry_ms < next)
 		next = dev->listen_retry_ms;
-	pthread_mutex_lock(&dev->timed_lock);
-	for (c = dev->timed; c; c = c->timed_next)
-		if (c->deadline_ms < next)
-			next = c->deadline_ms;
-	if (next != INT64_MAX)
-		timer_want_locked(dev, next); /* a deadline added meanwhile is in the list */
-	pthread_mutex_unlock(&dev->timed_lock);
+	killq_rearm(&dev->kq, next);
 }
 
 /* Forget every deadline (threads stopped: reset, destroy). */
 void ctl_drop_timed(struct vsock_dev *dev)
 {
-	pthread_mutex_lock(&dev->timed_lock);
-	while (dev->timed) {
-		struct conn *c = dev->timed;
+	struct killq_entry *e;
 
-		timed_unlink(dev, c);
-		conn_put(c);
-	}
-	timer_disarm_locked(dev);
-	pthread_mutex_unlock(&dev->timed_lock);
+	while ((e = killq_pop(&dev->kq)))
+		conn_put(conn_of_kq(e));
+	killq_disarm(&dev->kq);
 }
 
 /* Refuse guest REQUEST @h: RST, counted. */
@@ -508,7 +393,7 @@ static void host_connect(struct vsock_dev *dev, struct pending_connect *pc, uint
 		conn_reset(c, false);
 	} else {
 		conn_schedule(c);
-		dev_watch_deadline(c, DEV_CONNECT_TIMEOUT_MS);
+		conn_watch_deadline(c, DEV_CONNECT_TIMEOUT_MS);
 	}
 	pthread_mutex_unlock(&c->lock);
 	conn_put(c);
@@ -596,7 +481,7 @@ void ctl_adopt(struct vsock_dev *dev, int fd, int pid)
 	pc->kind = SRC_PENDING;
 	pc->fd = fd;
 	pc->pid = pid;
-	pc->deadline_ms = now_ms() + DEV_CONNECT_LINE_TIMEOUT_MS;
+	pc->deadline_ms = killq_now(&dev->kq) + DEV_CONNECT_LINE_TIMEOUT_MS;
 	ev.data.ptr = pc;
 	if (epoll_ctl(dev->ctl_epfd, EPOLL_CTL_ADD, fd, &ev)) {
 		CTR_ADD(dev, conns_refused, 1);
@@ -608,7 +493,7 @@ void ctl_adopt(struct vsock_dev *dev, int fd, int pid)
 	dev->pending = pc;
 	dev->n_pending++;
 	if (ctl_is_current(dev))
-		timer_want(dev, pc->deadline_ms); /* else ctl_start() arms it */
+		killq_arm(&dev->kq, pc->deadline_ms); /* else ctl_start() arms it */
 }
 
 /* A client accepted on the listener: within the fd budget, a pending CONNECT. */
@@ -639,8 +524,8 @@ static void accept_all(struct vsock_dev *dev)
 
 			if (!epoll_ctl(dev->ctl_epfd, EPOLL_CTL_MOD, dev->listen_fd, &ev)) {
 				dev->listen_paused = true;
-				dev->listen_retry_ms = now_ms() + DEV_ACCEPT_BACKOFF_MS;
-				timer_want(dev, dev->listen_retry_ms);
+				dev->listen_retry_ms = killq_now(&dev->kq) + DEV_ACCEPT_BACKOFF_MS;
+				killq_arm(&dev->kq, dev->listen_retry_ms);
 			}
 			return;
 		}
@@ -675,6 +560,27 @@ static void drain_kick(struct vsock_dev *dev, unsigned int q)
 	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, fd, NULL);
 	fprintf(stderr, "skiff-vsock: kick fd of queue %u: %s; no longer watched\n", q,
 		r ? strerror(errno) : "end of file");
+}
+
+void ctl_step_claim(struct vsock_dev *dev)
+{
+	tls_ctl_dev = dev;
+}
+
+bool ctl_step_tx(struct vsock_dev *dev)
+{
+	return process_tx(dev);
+}
+
+void ctl_step_clients(struct vsock_dev *dev)
+{
+	struct pending_connect *pc, *next;
+
+	accept_all(dev);
+	for (pc = dev->pending; pc; pc = next) {
+		next = pc->next; /* handle_pending() may free pc, and only pc */
+		handle_pending(dev, pc);
+	}
 }
 
 static void *ctl_main(void *arg)
@@ -718,7 +624,7 @@ static void *ctl_main(void *arg)
 				handle_pending(dev, (struct pending_connect *)src);
 				break;
 			case SRC_TIMER:
-				drain_fd(dev->timer_fd);
+				drain_fd(killq_fd(&dev->kq));
 				timer_tick(dev);
 				break;
 			}
@@ -757,19 +663,16 @@ int ctl_start(struct vsock_dev *dev)
 	dev->listen_paused = false;
 	ret = ctl_add(dev, dev->listen_fd, &dev->src_listen, SRC_LISTEN);
 	if (!ret)
-		ret = ctl_add(dev, dev->timer_fd, &dev->src_timer, SRC_TIMER);
+		ret = ctl_add(dev, killq_fd(&dev->kq), &dev->src_timer, SRC_TIMER);
 	if (!ret) {
 		struct pending_connect *pc;
-		struct conn *c;
+		int64_t first = INT64_MAX;
 
 		/* CONNECT lines, and connections kept over a stop, have deadlines. */
-		pthread_mutex_lock(&dev->timed_lock);
-		dev->timer_at = INT64_MAX;
 		for (pc = dev->pending; pc; pc = pc->next)
-			timer_want_locked(dev, pc->deadline_ms);
-		for (c = dev->timed; c; c = c->timed_next)
-			timer_want_locked(dev, c->deadline_ms);
-		pthread_mutex_unlock(&dev->timed_lock);
+			if (pc->deadline_ms < first)
+				first = pc->deadline_ms;
+		killq_restart(&dev->kq, first);
 	}
 	for (q = 0; q < VSOCK_VQ_NUM && !ret; q++)
 		if (dev->vring_set[q])
@@ -786,7 +689,7 @@ err:
 		if (dev->vring_set[q] && dev->vring[q].kick_fd >= 0)
 			epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->vring[q].kick_fd, NULL);
 	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->listen_fd, NULL);
-	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->timer_fd, NULL);
+	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, killq_fd(&dev->kq), NULL);
 	return ret;
 }
 
@@ -808,5 +711,5 @@ void ctl_stop(struct vsock_dev *dev)
 		if (dev->vring_set[q] && dev->vring[q].kick_fd >= 0)
 			epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->vring[q].kick_fd, NULL);
 	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->listen_fd, NULL);
-	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->timer_fd, NULL);
+	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, killq_fd(&dev->kq), NULL);
 }

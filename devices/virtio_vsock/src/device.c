@@ -9,7 +9,6 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "conn.h"
@@ -143,11 +142,10 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	if (dev->cfg.rx_threads > DEV_MAX_PUMPS)
 		dev->cfg.rx_threads = DEV_MAX_PUMPS;
 	dev->n_pumps = dev->cfg.rx_threads;
-	dev->listen_fd = dev->ctl_epfd = dev->ctl_wake_fd = dev->timer_fd = -1;
+	dev->listen_fd = dev->ctl_epfd = dev->ctl_wake_fd = -1;
 	dev->lobby.wake_fd = -1;
 	dev->spare_fd = -1;
-	dev->timer_at = INT64_MAX;
-	dev->next_host_port = 1u << 30;
+	dev->next_host_port = HOST_PORT_MIN;
 	dev->features_offered = (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX) |
 				(1ull << VIRTIO_RING_F_INDIRECT_DESC) |
 				(1ull << VIRTIO_VSOCK_F_STREAM) |
@@ -161,7 +159,9 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 		goto err_free;
 	pthread_mutex_init(&dev->rxq_lock, NULL);
 	pthread_mutex_init(&dev->raw_lock, NULL);
-	pthread_mutex_init(&dev->timed_lock, NULL);
+	ret = killq_init(&dev->kq, NULL);
+	if (ret)
+		goto err; /* everything it undoes is in its initial state */
 	dev->pool_cap = dev->n_pumps * RX_BATCH;
 	dev->pool = calloc(dev->pool_cap, sizeof(*dev->pool));
 	dev->pumps = calloc(dev->n_pumps, sizeof(*dev->pumps));
@@ -177,10 +177,9 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	}
 	dev->ctl_epfd = epoll_create1(EPOLL_CLOEXEC);
 	dev->ctl_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	dev->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	dev->src_wake.kind = SRC_WAKE;
 	ev.data.ptr = &dev->src_wake;
-	if (dev->ctl_epfd < 0 || dev->ctl_wake_fd < 0 || dev->timer_fd < 0 ||
+	if (dev->ctl_epfd < 0 || dev->ctl_wake_fd < 0 ||
 	    epoll_ctl(dev->ctl_epfd, EPOLL_CTL_ADD, dev->ctl_wake_fd, &ev)) {
 		ret = -errno;
 		goto err;
@@ -226,9 +225,7 @@ err:
 		close(dev->ctl_epfd);
 	if (dev->ctl_wake_fd >= 0)
 		close(dev->ctl_wake_fd);
-	if (dev->timer_fd >= 0)
-		close(dev->timer_fd);
-	pthread_mutex_destroy(&dev->timed_lock);
+	killq_fini(&dev->kq);
 	free(dev->pumps);
 	free(dev->pool);
 	pthread_mutex_destroy(&dev->rxq_lock);
@@ -501,8 +498,7 @@ void vsock_dev_destroy(struct vsock_dev *dev)
 	}
 	close(dev->ctl_epfd);
 	close(dev->ctl_wake_fd);
-	close(dev->timer_fd);
-	pthread_mutex_destroy(&dev->timed_lock);
+	killq_fini(&dev->kq);
 	free(dev->pumps);
 	free(dev->pool);
 	pthread_mutex_destroy(&dev->rxq_lock);

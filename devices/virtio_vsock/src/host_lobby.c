@@ -27,18 +27,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "dev.h"
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Close held client @i; the last one takes its place. */
 static void lobby_remove(struct vsock_dev *dev, unsigned int i)
@@ -132,7 +123,7 @@ static void *lobby_main(void *arg)
 			{ .fd = dev->lobby.wake_fd, .events = POLLIN },
 			{ .fd = dev->listen_fd, .events = POLLIN },
 		};
-		int64_t now = mono_ms(), next, pend;
+		int64_t now = killq_now(&dev->kq), next, pend;
 		int timeout, n;
 
 		next = lobby_expire(dev, now);
@@ -150,8 +141,8 @@ static void *lobby_main(void *arg)
 			break;
 		if (n > 0 && p[0].revents)
 			break;
-		if (n > 0 && p[1].revents && !lobby_accept(dev, mono_ms()))
-			paused_until = mono_ms() + DEV_ACCEPT_BACKOFF_MS;
+		if (n > 0 && p[1].revents && !lobby_accept(dev, killq_now(&dev->kq)))
+			paused_until = killq_now(&dev->kq) + DEV_ACCEPT_BACKOFF_MS;
 	}
 	return NULL;
 }

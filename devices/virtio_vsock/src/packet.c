@@ -33,6 +33,24 @@ void pkt_hdr_to_le(struct virtio_vsock_hdr *h)
 	h->fwd_cnt = htole32(h->fwd_cnt);
 }
 
+void pkt_rst(struct virtio_vsock_hdr *h, uint64_t src_cid, uint32_t src_port, uint64_t dst_cid,
+	     uint32_t dst_port, uint16_t type)
+{
+	*h = (struct virtio_vsock_hdr){
+		.src_cid = src_cid,
+		.dst_cid = dst_cid,
+		.src_port = src_port,
+		.dst_port = dst_port,
+		.type = type,
+		.op = VIRTIO_VSOCK_OP_RST,
+	};
+}
+
+void pkt_rst_reply(struct virtio_vsock_hdr *h, const struct virtio_vsock_hdr *in, uint16_t type)
+{
+	pkt_rst(h, in->dst_cid, in->dst_port, in->src_cid, in->src_port, type);
+}
+
 enum pkt_err pkt_parse_tx(const struct vq_chain *c, uint64_t guest_cid, bool seqpacket,
 			  struct vsock_pkt *p)
 {

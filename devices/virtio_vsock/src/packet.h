@@ -46,6 +46,21 @@ enum pkt_err {
 enum pkt_err pkt_parse_tx(const struct vq_chain *c, uint64_t guest_cid, bool seqpacket,
 			  struct vsock_pkt *p);
 
+/*
+ * pkt_rst() - the RST header (host order) from @src_cid:@src_port to
+ * @dst_cid:@dst_port for a connection of socket type @type; len, flags and
+ * credit (buf_alloc, fwd_cnt) are 0: an RST carries none (as Linux's
+ * virtio_transport_reset_no_sock()).
+ */
+void pkt_rst(struct virtio_vsock_hdr *h, uint64_t src_cid, uint32_t src_port, uint64_t dst_cid,
+	     uint32_t dst_port, uint16_t type);
+
+/*
+ * pkt_rst_reply() - pkt_rst() answering packet @in (host order): from its
+ * destination to its source, CIDs and ports swapped, of type @type.
+ */
+void pkt_rst_reply(struct virtio_vsock_hdr *h, const struct virtio_vsock_hdr *in, uint16_t type);
+
 /* pkt_hdr_to_le() - convert a host-order header to wire (little endian) order in place. */
 void pkt_hdr_to_le(struct virtio_vsock_hdr *h);
 

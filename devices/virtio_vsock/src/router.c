@@ -388,15 +388,9 @@ static void enqueue_or_hold(struct route_member *me, struct route_member *d, str
 
 static void reply_rst(struct vsock_dev *dev, const struct virtio_vsock_hdr *in)
 {
-	struct virtio_vsock_hdr h = {
-		.src_cid = in->dst_cid,
-		.dst_cid = in->src_cid,
-		.src_port = in->dst_port,
-		.dst_port = in->src_port,
-		.type = in->type,
-		.op = VIRTIO_VSOCK_OP_RST,
-	};
+	struct virtio_vsock_hdr h;
 
+	pkt_rst_reply(&h, in, in->type);
 	if (in->op == VIRTIO_VSOCK_OP_REQUEST)
 		CTR_ADD(dev, conns_refused, 1);
 	else
@@ -488,15 +482,9 @@ void route_tx_bad(struct vsock_dev *dev, const struct virtio_vsock_hdr *h)
 	}
 	pthread_mutex_unlock(&g->lock);
 	if (type) {
-		struct virtio_vsock_hdr r = {
-			.src_cid = h->dst_cid,
-			.dst_cid = h->src_cid,
-			.src_port = h->dst_port,
-			.dst_port = h->src_port,
-			.type = type,
-			.op = VIRTIO_VSOCK_OP_RST,
-		};
+		struct virtio_vsock_hdr r;
 
+		pkt_rst_reply(&r, h, type);
 		CTR_ADD(dev, conn_resets, 1);
 		dev_queue_raw(dev, &r);
 	}
@@ -649,13 +637,7 @@ static bool owed_rst(struct route_group *g, struct route_member *me, struct virt
 			if (t->rst_to != me)
 				continue;
 			end = t->cid[0] == me->cid ? 0 : 1;
-			memset(h, 0, sizeof(*h));
-			h->src_cid = t->cid[!end];
-			h->src_port = t->port[!end];
-			h->dst_cid = t->cid[end];
-			h->dst_port = t->port[end];
-			h->type = t->type;
-			h->op = VIRTIO_VSOCK_OP_RST;
+			pkt_rst(h, t->cid[!end], t->port[!end], t->cid[end], t->port[end], t->type);
 			return true;
 		}
 	}

@@ -28,6 +28,7 @@
 
 #include "conn.h"
 #include "dev.h"
+#include "dev_step.h"
 #include "iov.h"
 #include "rx_chains.h"
 
@@ -540,7 +541,7 @@ static enum serve_result serve(struct pump *p, struct conn *c)
 				c->pending &= ~PEND_SHUTDOWN;
 				c->local_shut |= c->shut_to_send;
 				if ((c->local_shut & 3u) == 3u)
-					dev_watch_deadline(c, DEV_CLOSE_TIMEOUT_MS);
+					conn_watch_deadline(c, DEV_CLOSE_TIMEOUT_MS);
 			}
 		} else {
 			break;
@@ -655,6 +656,71 @@ static void handle_event(struct pump *p, const struct epoll_event *ev)
 	pump_enqueue(c);
 }
 
+/*
+ * Serve every connection on the work list once (parking those that wait for
+ * RX buffers), then for pump 0 the conn-less RSTs and the packets from other
+ * guests; publish the used entries.
+ */
+static void serve_work(struct pump *p)
+{
+	struct conn *list;
+
+	pthread_mutex_lock(&p->lock);
+	list = p->work_head;
+	p->work_head = p->work_tail = NULL;
+	pthread_mutex_unlock(&p->lock);
+	while (list) {
+		struct conn *c = list;
+		enum serve_result res;
+
+		list = c->work_next;
+		pthread_mutex_lock(&p->lock);
+		c->on_work = false;
+		pthread_mutex_unlock(&p->lock);
+		res = serve(p, c);
+		if (res == SERVE_REQUEUE) {
+			pump_enqueue(c);
+		} else if (res == SERVE_BLOCKED) {
+			pthread_mutex_lock(&p->lock);
+			if (!c->on_work) {
+				conn_get(c);
+				c->on_work = true;
+				if (p->starved) {
+					c->work_next = p->blocked;
+					p->blocked = c;
+				} else {
+					/* A kick came in meanwhile: try again. */
+					list_append(p, c);
+				}
+			}
+			pthread_mutex_unlock(&p->lock);
+		}
+		conn_put(c);
+	}
+	if (p->id == 0 && serve_raw(p))
+		route_rx_serve(p); /* packets from other guests (router.c) */
+	done_flush(p);
+}
+
+void pump_step(struct pump *p)
+{
+	struct epoll_event ev[64];
+	int n, i;
+
+	free_zombies(p);
+	n = epoll_wait(p->epfd, ev, 64, 0);
+	for (i = 0; i < n; i++)
+		handle_event(p, &ev[i]);
+	serve_work(p);
+}
+
+void pump_step_end(struct pump *p)
+{
+	done_flush(p);
+	cache_return(p);
+	free_zombies(p);
+}
+
 static void *pump_main(void *arg)
 {
 	struct pump *p = arg;
@@ -665,7 +731,6 @@ static void *pump_main(void *arg)
 	snprintf(name, sizeof(name), "vsock-rx%u", p->id);
 	pthread_setname_np(pthread_self(), name);
 	while (!atomic_load(&dev->stopping)) {
-		struct conn *list;
 		bool idle, raw;
 		int n, i;
 
@@ -699,41 +764,7 @@ static void *pump_main(void *arg)
 		if (atomic_load(&dev->stopping))
 			break;
 
-		pthread_mutex_lock(&p->lock);
-		list = p->work_head;
-		p->work_head = p->work_tail = NULL;
-		pthread_mutex_unlock(&p->lock);
-		while (list) {
-			struct conn *c = list;
-			enum serve_result res;
-
-			list = c->work_next;
-			pthread_mutex_lock(&p->lock);
-			c->on_work = false;
-			pthread_mutex_unlock(&p->lock);
-			res = serve(p, c);
-			if (res == SERVE_REQUEUE) {
-				pump_enqueue(c);
-			} else if (res == SERVE_BLOCKED) {
-				pthread_mutex_lock(&p->lock);
-				if (!c->on_work) {
-					conn_get(c);
-					c->on_work = true;
-					if (p->starved) {
-						c->work_next = p->blocked;
-						p->blocked = c;
-					} else {
-						/* A kick came in meanwhile: try again. */
-						list_append(p, c);
-					}
-				}
-				pthread_mutex_unlock(&p->lock);
-			}
-			conn_put(c);
-		}
-		if (p->id == 0 && serve_raw(p))
-			route_rx_serve(p); /* packets from other guests (router.c) */
-		done_flush(p);
+		serve_work(p);
 	}
 	done_flush(p);
 	cache_return(p);
