@@ -7,6 +7,7 @@
 #include <check.h>
 #include <elf.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -491,6 +492,45 @@ START_TEST(guest_mem_bounds)
 }
 END_TEST
 
+/* The lines of /proc/self/maps: the process's mappings. */
+static int nr_mappings(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	int c, n = 0;
+
+	ck_assert_ptr_nonnull(f);
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+/*
+ * Guest RAM is mapped at a 2 MiB-aligned HVA (for transparent huge pages), every byte of
+ * it usable, and the address space reserved to align it is given back: creating and
+ * destroying leaves as many mappings as before.
+ */
+START_TEST(guest_mem_huge_aligned)
+{
+	static const uint64_t sizes[] = { 4096, 2ull << 20, (3ull << 20) + 4096, 64ull << 20 };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct guest_mem m;
+		int before = nr_mappings();
+
+		ck_assert_int_eq(guest_mem_create(&m, sizes[i]), 0);
+		ck_assert_uint_eq((uintptr_t)m.hva % GUEST_MEM_HUGE_ALIGN, 0);
+		m.hva[0] = 1;
+		m.hva[sizes[i] - 1] = 2;
+		ck_assert_int_eq(m.hva[0] + m.hva[sizes[i] - 1], 3);
+		ck_assert_int_eq(nr_mappings(), before + 1);
+		guest_mem_destroy(&m);
+		ck_assert_int_eq(nr_mappings(), before);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("vmm_loaders");
@@ -508,6 +548,7 @@ int main(void)
 	tcase_add_test(tc, mptable);
 	tcase_add_test(tc, elf_linux_note);
 	tcase_add_test(tc, guest_mem_bounds);
+	tcase_add_test(tc, guest_mem_huge_aligned);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

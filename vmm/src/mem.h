@@ -12,8 +12,13 @@ struct guest_mem {
 	uint64_t size; /* bytes, multiple of the page size */
 };
 
+/* The alignment of guest RAM's mapping: a transparent huge page (x86-64 PMD). */
+#define GUEST_MEM_HUGE_ALIGN (2ull << 20)
+
 /*
- * guest_mem_create() - allocate @size bytes of zeroed guest RAM from a memfd.
+ * guest_mem_create() - allocate @size bytes of zeroed guest RAM from a memfd, mapped
+ * at a GUEST_MEM_HUGE_ALIGN-aligned HVA and advised for transparent huge pages
+ * (MADV_HUGEPAGE, best effort), so that KVM can map it with 2 MiB EPT/NPT entries.
  * Return: 0; -EINVAL for a zero or unaligned size; -errno from memfd_create(2),
  * ftruncate(2), mmap(2).
  */
