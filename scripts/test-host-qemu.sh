@@ -5,13 +5,12 @@
 # into the cache (nothing installed system-wide; the machine's own qemu-system-x86 stays
 # what the other tests use). Prints the path of its qemu-system-x86_64.
 #
-# Why not bookworm's QEMU 7.2: its AMD SVM emulation corrupts a nested guest when a nested
-# page fault (NPF) interrupts the event injection of VMRUN. The #VMEXIT(NPF) then saves the
-# L1 host's RIP (the instruction after VMRUN in kvm_amd's __svm_vcpu_run) as the L2 guest's
-# RIP, KVM resumes the guest there, and the guest takes a #PF on that address: a triple
-# fault, or a page-fault loop that looks like a hang. Caught with KVM's tracepoints in the
-# emulated host on 2026-12-02 (docs/test-host.md, "Emulator problems found"): about 1 run in
-# 15 of skiff-linux-e2e and 1 in 8 of skiff-linux-g2g failed so.
+# Why not bookworm's QEMU 7.2: 10.0 is the newer TCG, as fast here, and failed less in the
+# runs of 2026-12-02 (0 of 58 loop runs on a quiet machine against 3 of about 57 with 7.2
+# while other work ran). It is not free of the SVM problem that made those runs fail: a
+# nested page fault that interrupts VMRUN's event injection saves the L1 host's RIP as the
+# guest's, and the guest triple-faults or loops in #PF (docs/test-host.md, "Emulator problems
+# found", has the trace and what else the runner does about it).
 #
 # Usage: test-host-qemu.sh
 # Environment: SKIFF_TEST_HOST_QEMU=PATH uses that binary instead (e.g. /usr/bin/

@@ -87,8 +87,7 @@ if [ "$mode" = direct ]; then
 	exec timeout --kill-after=5 "$timeout_s" "$@"
 fi
 
-# QEMU 10 from bookworm-backports, not the machine's 7.2, whose SVM emulation corrupts
-# nested guests now and then (scripts/test-host-qemu.sh says how).
+# QEMU 10 from bookworm-backports, not the machine's 7.2 (scripts/test-host-qemu.sh says why).
 qemu=$(bash "$repo/scripts/test-host-qemu.sh") || exit 125
 img=$(bash "$repo/scripts/test-host-image.sh") || exit 125
 # Emulated vCPUs crawl when the machine is busy (timer interrupts reach a halted vCPU
