@@ -154,7 +154,7 @@ if [ "$vmm" = uml ]; then
 	guest=$!
 else
 	SKIFF_STATS=$work/stats build/vmm/skiff run --kernel "$kernel" --initrd "$work/initrd.cpio.gz" \
-		--mem 256M --prefault --console "file:$work/console.log" \
+		--mem 256M --console "file:$work/console.log" \
 		--cmdline "console=ttyS0 quiet reboot=k panic=-1 no_timer_check skiff.run64=$(printf '%s' "$guest_run" | base64 -w0)" \
 		--vsock "cid=3,uds=$uds,mrg-rxbuf=on" 2>"$work/device.log" &
 	guest=$!

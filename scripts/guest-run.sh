@@ -152,10 +152,7 @@ qemu)
 	;;
 skiff)
 	[ -x "$skiff" ] || die "skiff binary $skiff is not executable (--skiff BIN or SKIFF_BIN)"
-	# --prefault: all guest RAM in the EPT/NPT before the kernel runs (in an emulated host,
-	# QEMU's SVM emulation corrupts a guest that takes a nested page fault during event
-	# injection: docs/test-host.md).
-	run_skiff=("$skiff" run --kernel "$kernel" --initrd "$initrd" --mem "${mem}M" --cpus "$smp" --prefault
+	run_skiff=("$skiff" run --kernel "$kernel" --initrd "$initrd" --mem "${mem}M" --cpus "$smp"
 		--console stdio --cmdline "console=ttyS0 reboot=k panic=-1 no_timer_check skiff.halt=poweroff $cmdline")
 	[ -n "$vsock" ] && run_skiff+=(--vsock "$vsock")
 	run_skiff+=("${extra[@]}")

@@ -78,9 +78,9 @@ cmdline() { # $SKIFF_GUEST_CMDLINE last, as in scripts/guest-run.sh
 t0=$(date +%s.%N)
 rc=0
 SKIFF_STATS=$d/stats timeout -k 5 150 "$skiff" run \
-	--kernel "$kernel" --initrd "$initrd" --mem 256M --prefault --console "file:$d/c3" \
+	--kernel "$kernel" --initrd "$initrd" --mem 256M --console "file:$d/c3" \
 	--cmdline "$(cmdline "$guest3")" --vsock "cid=3,uds=$d/a.sock,mrg-rxbuf=on" \
-	--vm --kernel "$kernel" --initrd "$initrd" --mem 256M --prefault --console "file:$d/c4" \
+	--vm --kernel "$kernel" --initrd "$initrd" --mem 256M --console "file:$d/c4" \
 	--cmdline "$(cmdline "$guest4")" --vsock "cid=4,uds=$d/b.sock,mrg-rxbuf=on" \
 	2>"$d/skiff" || rc=$?
 t1=$(date +%s.%N)

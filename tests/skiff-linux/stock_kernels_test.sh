@@ -92,7 +92,7 @@ grep -i -E 'virtio|LNRO' /proc/interrupts | sed 's/^ */STOCK-IRQ /'
 $(skl_guest_transfer "$mib")"
 	rc=0
 	timeout -k 5 400 "$skiff" run --kernel "$kernel" --initrd "$initrd" \
-		--mem 256M --prefault --console "file:$d/console" \
+		--mem 256M --console "file:$d/console" \
 		--cmdline "console=ttyS0 quiet noxsave reboot=k panic=-1 no_timer_check skiff.run64=$(printf '%s' "$guest" | base64 -w0)" \
 		--vsock "cid=3,uds=$d/v.sock" 2>"$d/skiff" || rc=$?
 	skl_reap
