@@ -91,12 +91,6 @@ while :; do
 	snapshot >/io/ps.new 2>/dev/null && mv /io/ps.new /io/ps
 	sleep 5
 done &
-# Transparent huge pages for shared memory that asks for them (skiff's guest RAM is a memfd
-# advised MADV_HUGEPAGE): KVM then maps a guest's RAM with 2 MiB NPT entries, and a guest
-# takes 512 times fewer first-touch nested page faults. QEMU's SVM emulation mishandles
-# one that hits VMRUN's event injection (docs/test-host.md): fewer of them, fewer failures.
-echo advise >/sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null ||
-	echo "SKIFF-TEST-HOST warning=no-shmem-thp"
 # One idle KVM VM for the host's whole life, before any command runs: VMs starting and
 # ending then patch no kernel text (scripts/test-host-keeper.py says why). Up to 60 s.
 if [ -n "$repo" ] && [ -x $r/usr/bin/python3 ]; then
