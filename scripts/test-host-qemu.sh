@@ -6,8 +6,8 @@
 # what the other tests use). Prints the path of its qemu-system-x86_64.
 #
 # Why not bookworm's QEMU 7.2: 10.0 is the newer TCG, as fast here, and failed less in the
-# runs of 2026-12-02 (0 of 58 loop runs on a quiet machine against 3 of about 57 with 7.2
-# while other work ran). It is not free of the SVM problem that made those runs fail: a
+# loops of 2026-12-02 (0 of 58 runs against 3 of about 57 with 7.2, both at load average
+# 5-10 while other work ran). It is not free of the SVM problem that made those runs fail: a
 # nested page fault that interrupts VMRUN's event injection saves the L1 host's RIP as the
 # guest's, and the guest triple-faults or loops in #PF (docs/test-host.md, "Emulator problems
 # found", has the trace and what else the runner does about it).
