@@ -79,14 +79,8 @@ START_TEST(one_vm)
 	/* defaults */
 	ck_assert_int_eq(parse(&o, "--kernel", "k"), 0);
 	ck_assert_uint_eq(o.vms[0].cpus, 1);
-	ck_assert(!o.vms[0].mem_set && !o.vms[0].vsock_set && !o.vms[0].tiny && !o.vms[0].prefault);
+	ck_assert(!o.vms[0].mem_set && !o.vms[0].vsock_set && !o.vms[0].tiny);
 	ck_assert_int_eq(o.vms[0].console, SKIFF_CONSOLE_STDIO);
-	run_opts_free(&o);
-	/* --prefault is per VM */
-	ck_assert_int_eq(parse(&o, "--kernel", "k", "--prefault", "--vm", "--kernel", "k2",
-			       "--console", "none"),
-			 0);
-	ck_assert(o.vms[0].prefault && !o.vms[1].prefault);
 	run_opts_free(&o);
 	/* a leading --vm is allowed with one VM too */
 	ck_assert_int_eq(parse(&o, "--vm", "--kernel", "k"), 0);

@@ -494,43 +494,6 @@ START_TEST(guest_mem_bounds)
 }
 END_TEST
 
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-/*
- * The prefault stub at its GPA: the end of RAM and the kernel's entry patched into
- * its movabs and its jmp's target; refused when RAM does not hold it.
- */
-START_TEST(prefault_stub)
-{
-	static const uint8_t loop[] = { 0xf0, 0x80, 0x09, 0x00 }; /* lock or byte [rcx], 0 */
-	struct guest_mem small;
-	const uint8_t *p;
-
-	ck_assert_int_eq(x86_write_prefault_stub(&mem, 0x1000200), 0);
-	p = guest_mem_ptr(&mem, X86_PREFAULT_STUB_GPA, 47);
-	ck_assert_ptr_nonnull(p);
-	ck_assert_uint_eq(p[3], 0x48);
-	ck_assert_uint_eq(p[4], 0xba);
-	ck_assert_uint_eq(get64(p + 5), RAM);
-	ck_assert_mem_eq(p + 13, loop, sizeof(loop));
-	ck_assert_uint_eq(p[33], 0xff);
-	ck_assert_uint_eq(p[34], 0x25);
-	ck_assert_uint_eq(get64(p + 39), 0x1000200);
-
-	ck_assert_int_eq(guest_mem_create(&small, 64 * 1024), 0);
-	ck_assert_int_eq(x86_write_prefault_stub(&small, 0x1000200), -EFAULT);
-	guest_mem_destroy(&small);
-}
-END_TEST
-
 /* Is the page at @p mapped? madvise(2) fails with ENOMEM on unmapped addresses. */
 static bool page_mapped(void *p)
 {
@@ -584,7 +547,6 @@ int main(void)
 	tcase_add_test(tc, elf_linux_note);
 	tcase_add_test(tc, guest_mem_bounds);
 	tcase_add_test(tc, guest_mem_huge_aligned);
-	tcase_add_test(tc, prefault_stub);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

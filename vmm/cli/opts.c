@@ -11,19 +11,12 @@
 #include "skiff/cli.h"
 
 static const struct option run_longopts[] = {
-	{ "kernel", required_argument, NULL, 'k' },
-	{ "initrd", required_argument, NULL, 'i' },
-	{ "cmdline", required_argument, NULL, 'c' },
-	{ "mem", required_argument, NULL, 'm' },
-	{ "cpus", required_argument, NULL, 'n' },
-	{ "vsock", required_argument, NULL, 'v' },
-	{ "console", required_argument, NULL, 'o' },
-	{ "tiny-guest", no_argument, NULL, 't' },
-	{ "seccomp", required_argument, NULL, 'S' },
-	{ "vm", no_argument, NULL, 'M' },
-	{ "prefault", no_argument, NULL, 'P' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+	{ "kernel", required_argument, NULL, 'k' },  { "initrd", required_argument, NULL, 'i' },
+	{ "cmdline", required_argument, NULL, 'c' }, { "mem", required_argument, NULL, 'm' },
+	{ "cpus", required_argument, NULL, 'n' },    { "vsock", required_argument, NULL, 'v' },
+	{ "console", required_argument, NULL, 'o' }, { "tiny-guest", no_argument, NULL, 't' },
+	{ "seccomp", required_argument, NULL, 'S' }, { "vm", no_argument, NULL, 'M' },
+	{ "help", no_argument, NULL, 'h' },	     { NULL, 0, NULL, 0 },
 };
 
 /* Append VM nr_vms + 1 with the defaults. Return: 0; -ENOMEM after a message. */
@@ -60,9 +53,6 @@ static int vm_option(int c, char *arg, struct vm_opts *o)
 		break;
 	case 't':
 		o->tiny = true;
-		break;
-	case 'P':
-		o->prefault = true;
 		break;
 	case 'm':
 		if (cli_parse_size(arg, &o->mem) || o->mem < (2u << 20) || o->mem > (3ull << 30) ||
@@ -228,7 +218,7 @@ int parse_run(int argc, char **argv, struct run_opts *o)
 			}
 			continue;
 		}
-		if (c != 't' && c != 'P' &&
+		if (c != 't' &&
 		    cli_once("skiff", run_longopts, seen, c, optarg,
 			     c == 'v' ?
 				     "a VM has one vsock device: give --vsock once per VM (a "

@@ -19,7 +19,6 @@
 struct vm_opts {
 	const char *kernel, *initrd, *cmdline; /* point into argv; NULL: not given */
 	bool tiny;
-	bool prefault; /* --prefault */
 	bool mem_set;
 	uint64_t mem; /* bytes, when mem_set */
 	unsigned int cpus; /* 1 .. SKIFF_MAX_VCPUS */

@@ -216,8 +216,6 @@ static int configure(struct skiff_vm *vm, const struct vm_opts *o, enum sandbox_
 		return SKIFF_STATUS_USAGE;
 	if (skiff_vm_set_vcpus(vm, o->cpus))
 		return SKIFF_STATUS_USAGE;
-	if (skiff_vm_set_prefault(vm, o->prefault))
-		return SKIFF_STATUS_USAGE;
 	if (skiff_vm_set_console(vm, o->console, o->console_path, -1))
 		return SKIFF_STATUS_USAGE;
 	if (o->vsock_set) {

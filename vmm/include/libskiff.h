@@ -223,17 +223,6 @@ int skiff_vm_set_vsock(struct skiff_vm *vm, const struct skiff_vsock_config *cfg
 int skiff_vm_set_seccomp(struct skiff_vm *vm, enum skiff_seccomp_mode mode);
 
 /*
- * skiff_vm_set_prefault() - Linux guests (x86-64): before the kernel's entry, vCPU 0
- * runs a stub that touches every 4 KiB page of guest RAM with interrupts off (a locked
- * OR of 0; no byte changes), so KVM maps all of RAM in the EPT/NPT before the guest
- * runs: no first-touch EPT/NPT faults later (benchmarks see none), at the cost of
- * allocating all of guest RAM at start (about 0.1 s per GiB on hardware, seconds per
- * GiB under emulation without huge pages). Ignored for tiny guests. Default off.
- * Return: 0; -EINVAL for a NULL @vm; -EBUSY after start.
- */
-int skiff_vm_set_prefault(struct skiff_vm *vm, bool on);
-
-/*
  * skiff_vm_start() - build the VM (memory, vCPUs, devices, boot image) and
  * start the vCPU threads. On failure nothing is left running and the
  * handle can only be destroyed.

@@ -339,16 +339,6 @@ int skiff_vm_set_memory(struct skiff_vm *h, uint64_t bytes)
 	return 0;
 }
 
-int skiff_vm_set_prefault(struct skiff_vm *h, bool on)
-{
-	if (!h)
-		return -EINVAL;
-	if (!configurable(h))
-		return -EBUSY;
-	h->vm.cfg.prefault = on;
-	return 0;
-}
-
 int skiff_vm_set_vcpus(struct skiff_vm *h, unsigned int n)
 {
 	if (!h || !n || n > SKIFF_MAX_VCPUS)

@@ -39,7 +39,6 @@ struct vm_config {
 	bool vsock_mrg_rxbuf;
 	uint32_t vsock_conn_buf;
 	enum skiff_seccomp_mode seccomp;
-	bool prefault; /* Linux guests: touch all RAM before the entry (x86_write_prefault_stub()) */
 };
 
 struct vcpu {

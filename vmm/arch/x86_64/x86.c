@@ -148,12 +148,6 @@ int arch_load_guest(struct vm *vm, const uint8_t *kernel, size_t kernel_len, con
 	err = x86_linux_load(&vm->mem, kernel, kernel_len, initrd, initrd_len, cmdline, &vm->boot);
 	if (err)
 		return err;
-	if (vm->cfg.prefault) {
-		err = x86_write_prefault_stub(&vm->mem, vm->boot.entry);
-		if (err)
-			return err;
-		vm->boot.entry = X86_PREFAULT_STUB_GPA;
-	}
 	/* Both: the MP table for kernels without ACPI (or acpi=off), ACPI for the rest. */
 	err = x86_write_mptable(&vm->mem, vm->cfg.nr_vcpus);
 	if (err)

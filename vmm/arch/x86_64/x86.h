@@ -15,7 +15,6 @@
 #define X86_ZERO_PAGE_GPA 0x7000ull /* struct boot_params */
 #define X86_BOOT_STACK_GPA 0x8ff0ull
 #define X86_BOOT_PGTABLE_GPA 0x9000ull /* PML4, PDPT, 4 PDs: up to 0xefff */
-#define X86_PREFAULT_STUB_GPA 0x10000ull /* x86_write_prefault_stub() */
 #define X86_CMDLINE_GPA 0x20000ull
 #define X86_CMDLINE_MAX 2048u
 #define X86_EBDA_GPA 0x9fc00ull /* MP floating pointer and table live here */
@@ -48,15 +47,6 @@ int x86_write_gdt(const struct guest_mem *mem, uint64_t gdt_gpa);
  * @user. Return: 0; -EFAULT outside RAM.
  */
 int x86_write_identity_map(const struct guest_mem *mem, uint64_t gpa, bool user);
-
-/*
- * x86_write_prefault_stub() - the stub of prefault.c at X86_PREFAULT_STUB_GPA: it touches
- * every 4 KiB page of @mem (a locked OR of 0: no byte changes) with interrupts off, then
- * jumps to @entry; vCPU 0 starts there instead (the identity map must cover all of RAM,
- * as x86_write_identity_map()'s does below the MMIO hole). Return: 0; -EFAULT when the
- * stub's page is outside RAM or RAM is not whole pages below X86_MMIO_HOLE_GPA.
- */
-int x86_write_prefault_stub(const struct guest_mem *mem, uint64_t entry);
 
 /*
  * x86_linux_probe() - 0 for a bzImage with a 64-bit entry (boot protocol
