@@ -184,7 +184,7 @@ build() {
 	log="$2.log"
 	echo "lib_ab.sh: building $2 (log: $log)" >&2
 	if ! { cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-		-DSKIFF_TEST_SKIFF_LINUX=OFF -DSKIFF_BUILD_TESTS=OFF -DSKIFF_BUILD_BENCH=ON &&
+		-DSKIFF_TEST_SKIFF_LINUX=OFF -DSKIFF_TEST_HOOKS=OFF -DSKIFF_BUILD_BENCH=ON &&
 		cmake --build "$2" -j"$jobs" --target vsock_bench; } >"$log" 2>&1; then
 		tail -n 30 "$log" >&2
 		echo "lib_ab.sh: build of $1 failed" >&2
