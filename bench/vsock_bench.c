@@ -45,6 +45,10 @@
  *   --warmup S       seconds before measuring (default 0.15)
  *   --dir g2h|h2g, --payload B, --mrg 0|1, --streams N, --threads N
  *                    run only the matching cases
+ *   --case DIR:STREAMS:PAYLOAD:MRG[:THREADS]
+ *                    run exactly this one case instead of the matrix, any
+ *                    combination (e.g. g2h:8:256:0); THREADS defaults to 0
+ *                    (the device's default); bench/lib_ab.sh uses it
  *   --device-only    skip the socketpair runs (for profilers: callgrind)
  *   --verbose        per run: device counters and context switches per MiB
  * Columns: direction, streams, RX pump threads (0: the device default),
@@ -544,12 +548,50 @@ static int write_json(const char *path, const struct result *res, unsigned int n
 	return fclose(f) ? -errno : 0;
 }
 
+/* One case to run alone (--case). */
+struct one_case {
+	enum dir dir;
+	unsigned int streams, threads;
+	size_t payload;
+	int mrg;
+};
+
+/*
+ * Parse --case "DIR:STREAMS:PAYLOAD:MRG[:THREADS]" (e.g. "h2g:8:4096:1").
+ * Returns 0, or -EINVAL for a malformed string or a value out of range
+ * (1..MAX_STREAMS streams, a payload of 1 byte to 1 MiB, MRG 0 or 1).
+ */
+static int parse_case(const char *v, struct one_case *c)
+{
+	char dir[4];
+	unsigned int st, mrg, th = 0;
+	unsigned long pl;
+	int n = sscanf(v, "%3[gh2]:%u:%lu:%u:%u", dir, &st, &pl, &mrg, &th);
+
+	if (n < 4)
+		return -EINVAL;
+	if (!strcmp(dir, "g2h"))
+		c->dir = G2H;
+	else if (!strcmp(dir, "h2g"))
+		c->dir = H2G;
+	else
+		return -EINVAL;
+	if (st < 1 || st > MAX_STREAMS || pl < 1 || pl > (1ul << 20) || mrg > 1)
+		return -EINVAL;
+	c->streams = st;
+	c->payload = pl;
+	c->mrg = (int)mrg;
+	c->threads = th;
+	return 0;
+}
+
 static void usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s [--quick] [--json FILE] [--conn-buf BYTES] [--reps N]\n"
 		"       [--duration S] [--warmup S] [--dir g2h|h2g] [--payload B] [--mrg 0|1]\n"
-		"       [--streams N] [--threads N] [--device-only] [--verbose]\n",
+		"       [--streams N] [--threads N] [--case DIR:STREAMS:PAYLOAD:MRG[:THREADS]]\n"
+		"       [--device-only] [--verbose]\n",
 		argv0);
 }
 
@@ -560,8 +602,9 @@ int main(int argc, char **argv)
 	long f_dir = -1, f_payload = -1, f_mrg = -1, f_streams = -1, f_threads = -1;
 	struct result res[32];
 	const char *json = NULL;
+	struct one_case one = { 0 };
 	unsigned int n = 0, i, d, m;
-	int quick = 0, failed = 0;
+	int quick = 0, failed = 0, have_one = 0;
 
 	for (i = 1; i < (unsigned int)argc; i++) {
 		const char *a = argv[i], *v;
@@ -607,6 +650,14 @@ int main(int argc, char **argv)
 			f_streams = strtol(v, NULL, 0);
 		} else if (!strcmp(a, "--threads")) {
 			f_threads = strtol(v, NULL, 0);
+		} else if (!strcmp(a, "--case")) {
+			if (parse_case(v, &one)) {
+				fprintf(stderr,
+					"vsock_bench: --case %s: want DIR:STREAMS:PAYLOAD:MRG[:THREADS]\n",
+					v);
+				return 2;
+			}
+			have_one = 1;
 		} else {
 			usage(argv[0]);
 			return 2;
@@ -623,7 +674,12 @@ int main(int argc, char **argv)
 	}
 	printf("dir  st th payload mrg |   GB/s   Mmsg/s | spGB/s sp Mmsg/s | ratio [min  max ] | "
 	       "CPU ns/KiB dev sp\n");
-	for (d = 0; d < 2; d++)
+	if (have_one) {
+		run_case(&res[n], one.dir, one.streams, one.payload, one.mrg, one.threads);
+		failed |= !res[n].ok;
+		print_row(&res[n++]);
+	}
+	for (d = 0; d < 2 && !have_one; d++)
 		for (i = 0; i < 3; i++)
 			for (m = 0; m < 2; m++) {
 				if ((f_dir >= 0 && f_dir != (long)d) ||
@@ -635,7 +691,7 @@ int main(int argc, char **argv)
 				failed |= !res[n].ok;
 				print_row(&res[n++]);
 			}
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < 3 && !have_one; i++) {
 		if ((f_dir >= 0 && f_dir != H2G) || (f_payload >= 0 && f_payload != 65536) ||
 		    (f_mrg >= 0 && f_mrg != 1) || (f_streams >= 0 && f_streams != 8) ||
 		    (f_threads >= 0 && f_threads != (long)threads[i]))
