@@ -285,6 +285,10 @@ static void write_gic_timer_psci(struct fdt_w *w, const struct arm64_fdt_config 
 	w_str(w, "compatible", "arm,gic-v3");
 	w_u32(w, "#interrupt-cells", 3);
 	w_prop(w, "interrupt-controller", NULL, 0);
+	/* No children yet (an ITS would be one); dtc wants the cells of an interrupt provider. */
+	w_u32(w, "#address-cells", 2);
+	w_u32(w, "#size-cells", 2);
+	w_prop(w, "ranges", NULL, 0);
 	w_reg(w, reg, 2);
 	w_u32(w, "phandle", ARM64_FDT_PHANDLE_GIC);
 	w_end(w);

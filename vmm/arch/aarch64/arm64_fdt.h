@@ -85,7 +85,8 @@ uint32_t arm64_vcpu_mpidr(uint32_t index);
  * Nodes: / (#address-cells = #size-cells = 2, compatible "linux,dummy-virt",
  * interrupt-parent = the GIC), /cpus/cpu@MPIDR (arm,armv8, enable-method psci),
  * /memory@BASE, /chosen (bootargs, stdout-path, linux,initrd-start/-end as
- * 64-bit values), /intc@GICD (arm,gic-v3, phandle ARM64_FDT_PHANDLE_GIC),
+ * 64-bit values), /intc@GICD (arm,gic-v3, #address-cells = #size-cells = 2
+ * and an empty ranges for a later ITS child, phandle ARM64_FDT_PHANDLE_GIC),
  * /timer (arm,armv8-timer, always-on), /psci (method hvc), /uart@BASE
  * (ns16550a, level-high SPI), /virtio_mmio@BASE (virtio,mmio, edge-rising
  * SPI, dma-coherent).
