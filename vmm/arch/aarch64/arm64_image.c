@@ -165,7 +165,7 @@ int arm64_boot_plan(const struct arm64_image *hdr, uint64_t file_len, uint64_t r
 	if (!ram_size || !add(ram_base, ram_size, &ram_end))
 		return arm64_err(msg, msg_len, -EINVAL,
 				 "RAM at 0x%" PRIx64 " of 0x%" PRIx64
-				 " bytes is empty or wraps past 2^64",
+				 " bytes is empty or ends at or past 2^64",
 				 ram_base, ram_size);
 	if (!dtb_max || dtb_max > ARM64_DTB_MAX_SIZE)
 		return arm64_err(msg, msg_len, -EINVAL,

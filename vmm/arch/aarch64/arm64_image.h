@@ -89,8 +89,8 @@ int arm64_image_parse(const uint8_t *img, size_t len, struct arm64_image *out, c
  * boundary plus text_offset, the initrd at the next 64 KiB boundary after
  * the kernel's region, the DTB at the next 2 MiB boundary after both.
  * Every sum is overflow-checked.
- * Return: 0 and *@out filled; -EINVAL for RAM that is empty or wraps past
- * 2^64, or @dtb_max 0 or above ARM64_DTB_MAX_SIZE; -E2BIG when something
+ * Return: 0 and *@out filled; -EINVAL for RAM that is empty or does not
+ * end below 2^64 (its end must be a u64), or @dtb_max 0 or above ARM64_DTB_MAX_SIZE; -E2BIG when something
  * does not fit in RAM (@msg says how much RAM would do) or kernel and initrd
  * do not fit one 1 GiB aligned 32 GiB window.
  */
