@@ -193,12 +193,8 @@ static void check_tree(const void *fdt, size_t len, const struct arm64_fdt_confi
 	s = prop(fdt, n, "stdout-path", (int)strlen("/uart@9000000") + 1);
 	ck_assert_int_eq(node(fdt, s), node(fdt, "/uart@9000000"));
 	if (c->has_initrd) {
-		ck_assert_uint_eq(
-			fdt64_to_cpu(*(const fdt64_t *)prop(fdt, n, "linux,initrd-start", 8)),
-			c->initrd_start);
-		ck_assert_uint_eq(
-			fdt64_to_cpu(*(const fdt64_t *)prop(fdt, n, "linux,initrd-end", 8)),
-			c->initrd_end);
+		ck_assert_uint_eq(fdt64_ld(prop(fdt, n, "linux,initrd-start", 8)), c->initrd_start);
+		ck_assert_uint_eq(fdt64_ld(prop(fdt, n, "linux,initrd-end", 8)), c->initrd_end);
 	} else {
 		ck_assert_ptr_null(fdt_getprop(fdt, n, "linux,initrd-start", NULL));
 		ck_assert_ptr_null(fdt_getprop(fdt, n, "linux,initrd-end", NULL));
@@ -620,8 +616,8 @@ out:
 
 int main(int argc, char **argv)
 {
-	Suite *s = suite_create("unit-arm64-fdt");
-	TCase *tc = tcase_create("fdt");
+	Suite *s;
+	TCase *tc;
 	SRunner *sr;
 	int failed;
 
@@ -629,6 +625,8 @@ int main(int argc, char **argv)
 		return golden(argv[2], argv[3]);
 	if (argc == 3 && !strcmp(argv[1], "--write-dtb"))
 		return write_dtb(argv[2]);
+	s = suite_create("unit-arm64-fdt");
+	tc = tcase_create("fdt");
 	tcase_add_loop_test(tc, configs, 0, 18);
 	tcase_add_test(tc, psci_0_2_and_no_bootargs);
 	tcase_add_test(tc, mpidr_clusters);

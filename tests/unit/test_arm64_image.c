@@ -140,7 +140,7 @@ START_TEST(bad_header)
 	int k;
 
 	make_image(img, sizeof(img), 0, 16 * MIB, 2);
-	for (k = 0; k < 2; k++)
+	for (k = 0; k < 2 && bad[_i].patch[k].n; k++)
 		memcpy(img + bad[_i].patch[k].off, bad[_i].patch[k].bytes, bad[_i].patch[k].n);
 	memset(&h, 0x5a, sizeof(h));
 	ck_assert_int_eq(parse(img, bad[_i].len, &h, msg), -ENOEXEC);
@@ -384,9 +384,9 @@ START_TEST(load_and_dtb)
 	ck_assert_int_eq(fdt_check_full(dtb, dtb_len), 0);
 	node = fdt_path_offset(dtb, "/chosen");
 	p = fdt_getprop(dtb, node, "linux,initrd-start", NULL);
-	ck_assert_uint_eq(fdt64_to_cpu(*p), l.initrd_gpa);
+	ck_assert_uint_eq(fdt64_ld(p), l.initrd_gpa);
 	p = fdt_getprop(dtb, node, "linux,initrd-end", NULL);
-	ck_assert_uint_eq(fdt64_to_cpu(*p), l.initrd_gpa + ilen);
+	ck_assert_uint_eq(fdt64_ld(p), l.initrd_gpa + ilen);
 	/* The kernel and initrd are still intact after the DTB went in. */
 	ck_assert_mem_eq(ram.hva + (l.kernel_gpa - ram.base), kernel, klen);
 	ck_assert_mem_eq(ram.hva + (l.initrd_gpa - ram.base), initrd, ilen);
