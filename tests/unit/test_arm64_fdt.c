@@ -339,6 +339,33 @@ START_TEST(max_vcpus)
 }
 END_TEST
 
+/*
+ * The map of arm64_layout.h holds together at its limits: 512 vCPUs' full
+ * redistributor region, all 32 virtio-mmio slots on their SPIs, and the
+ * largest RAM, with no region overlapping another.
+ */
+START_TEST(layout_at_limits)
+{
+	static struct arm64_fdt_virtio v[ARM64_VIRTIO_MMIO_SLOTS];
+	struct arm64_fdt_config c = make_config(ARM64_MAX_VCPUS, true, 0);
+	unsigned int i;
+
+	for (i = 0; i < ARM64_VIRTIO_MMIO_SLOTS; i++) {
+		v[i].base = ARM64_VIRTIO_MMIO_BASE + i * ARM64_VIRTIO_MMIO_SIZE;
+		v[i].size = ARM64_VIRTIO_MMIO_SIZE;
+		v[i].spi = ARM64_VIRTIO_MMIO_SPI0 + i;
+	}
+	c.virtio = v;
+	c.nr_virtio = ARM64_VIRTIO_MMIO_SLOTS;
+	c.gicr_size = ARM64_GICR_SIZE;
+	c.ram_size = ARM64_RAM_MAX_SIZE;
+	ck_assert_uint_eq(c.ram_base + c.ram_size, 1ull << ARM64_IPA_BITS);
+	ck_assert_uint_le(ARM64_GICD_BASE + ARM64_GICD_SIZE, ARM64_GIC_ITS_BASE);
+	ck_assert_uint_le(ARM64_GIC_ITS_BASE + ARM64_GIC_ITS_SIZE, ARM64_UART_BASE);
+	build_checked(&c, &c);
+}
+END_TEST
+
 /* Every size below the DTB's own gives -ENOSPC; its own size succeeds, same bytes. */
 START_TEST(nospace)
 {
@@ -631,6 +658,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, psci_0_2_and_no_bootargs);
 	tcase_add_test(tc, mpidr_clusters);
 	tcase_add_test(tc, max_vcpus);
+	tcase_add_test(tc, layout_at_limits);
 	tcase_add_test(tc, nospace);
 	tcase_add_loop_test(tc, errors, 0, 30);
 	tcase_add_test(tc, edges_accepted);

@@ -31,6 +31,7 @@
 #define ARM64_GICD_BASE 0x08000000ull
 #define ARM64_GICD_SIZE 0x00010000ull
 #define ARM64_GIC_ITS_BASE 0x08080000ull /* reserved, not used yet */
+#define ARM64_GIC_ITS_SIZE 0x00080000ull
 #define ARM64_GICR_BASE 0x10000000ull
 #define ARM64_GICR_STRIDE 0x00020000ull /* one vCPU's redistributor (2 x 64 KiB) */
 #define ARM64_MAX_VCPUS 512u /* KVM_MAX_VCPUS on arm64 (Linux 6.1) */
