@@ -20,6 +20,9 @@
  *   2 MiB boundary of RAM; bits 4-63 (reserved) are ignored.
  * - text_offset must be 4 KiB aligned and below 2 MiB (every kernel since
  *   3.17: 0x80000, a 4 KiB-aligned random value, or 0 since 5.8).
+ * - The DTB goes after the initrd, so booting.rst's rule for kernels before
+ *   4.2 (DTB within 512 MB of the kernel) holds only for initrds under
+ *   about 500 MB; 4.2 and later have no such limit.
  * - A file longer than image_size (an appended signature, say) is loaded
  *   whole and the kernel's region is the larger of the two.
  * - Compressed kernels are not: skiff links no decompressor (no zlib), so a
