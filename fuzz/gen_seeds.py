@@ -368,6 +368,32 @@ def loader_seeds():
                                                              phnum=2))
 
 
+# ---- arm64_image: mode, RAM knob, u16 base knob, u16 initrd knob, u32 DTB slot, image ----
+def arm64_image(text_offset=0, image_size=0x100000, flags=2, magic=b"ARM\x64", payload=192):
+    h = struct.pack("<IIQQQQQQ4sI", 0x91005a4d, 0x14000000, text_offset, image_size, flags,
+                    0, 0, 0, magic, 0x40)
+    return h + bytes(range(payload % 256)) + bytes(payload - payload % 256)
+
+
+def arm64_input(mode, ram_knob, image, base_knob=0, initrd_knob=0, dtb=0):
+    return struct.pack("<BBHHI", mode, ram_knob, base_knob, initrd_knob, dtb) + image
+
+
+def arm64_seeds():
+    put("image", "arm64_image", arm64_input(0, 63, arm64_image()))
+    put("image-initrd-dtb", "arm64_image",
+        arm64_input(3, 127, arm64_image(text_offset=0x80000), initrd_knob=4096))
+    put("image-unaligned-ram", "arm64_image", arm64_input(3, 95, arm64_image(), base_knob=1))
+    put("image-top-of-memory", "arm64_image",
+        arm64_input(7, 255, arm64_image(image_size=0x200000), base_knob=1, initrd_knob=100))
+    put("ram-ends-at-2-64", "arm64_image", arm64_input(4, 255, arm64_image()))
+    put("image-dtb-slot", "arm64_image", arm64_input(10, 63, arm64_image(), dtb=0x1000))
+    put("image-too-big", "arm64_image", arm64_input(1, 15, arm64_image(image_size=0x1000000)))
+    put("image-big-endian", "arm64_image", arm64_input(0, 63, arm64_image(flags=1)))
+    put("image-bad-magic", "arm64_image", arm64_input(0, 63, arm64_image(magic=b"ARM\x65")))
+    put("gzip", "arm64_image", arm64_input(0, 63, b"\x1f\x8b\x08\x00" + bytes(60)))
+
+
 if __name__ == "__main__":
     vq_seeds()
     tx_seeds()
@@ -376,3 +402,4 @@ if __name__ == "__main__":
     vus_seeds()
     mmio_seeds()
     loader_seeds()
+    arm64_seeds()

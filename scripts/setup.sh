@@ -19,6 +19,8 @@ PKGS=(
 	python3 jq
 	# iasl: independent disassembly of the VMM's ACPI tables (vmm_acpi test)
 	acpica-tools
+	# dtc: the device tree round trip of the arm64 DTB builder (vmm_fdt test)
+	device-tree-compiler
 )
 
 die() {
