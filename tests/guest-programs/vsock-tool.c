@@ -37,7 +37,8 @@
  * --eor (send with MSG_EOR, require MSG_EOR on receipt), --rcvlowat N, --buf-size BYTES
  * (SO_VM_SOCKETS_BUFFER_SIZE), --recv-rate BYTES (stream: read at most that many bytes per
  * second, a slow reader), --recv-stall MS (stream: sleep that long once, after the first
- * bytes arrive),
+ * bytes arrive), --send-gap US (stream: sleep that long after each --chunk written, so
+ * that each write reaches the peer on its own),
  * --connect-timeout MS, --timeout S (default 60),
  * --verbose (one VSOCK-CONN line per connection). Sizes take K, M, G suffixes (binary).
  *
@@ -94,6 +95,7 @@ struct opts {
 	int rcvlowat;
 	uint64_t buf_size;
 	uint64_t recv_rate; /* bytes per second, 0: as fast as possible */
+	unsigned int send_gap_us;
 	unsigned int recv_stall_ms;
 	unsigned int connect_timeout_ms;
 	unsigned int timeout_s;
@@ -332,6 +334,8 @@ static void do_send(struct conn *c, int *err, const char **where, char *detail)
 			c->send_fnv = skiff_fnv1a(c->send_fnv, buf, n);
 			off += n;
 			c->sent = off;
+			if (o->send_gap_us)
+				usleep(o->send_gap_us);
 		}
 	} else {
 		for (k = 0; k < o->send_n; k++) {
@@ -984,6 +988,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		O_CHUNK,
 		O_RATE,
 		O_STALL,
+		O_GAP,
 		O_SIZES,
 		O_PING,
 		O_EXPECT,
@@ -1018,6 +1023,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "buf-size", 1, NULL, O_BUF },
 		{ "recv-rate", 1, NULL, O_RATE },
 		{ "recv-stall", 1, NULL, O_STALL },
+		{ "send-gap", 1, NULL, O_GAP },
 		{ "connect-timeout", 1, NULL, O_CTMO },
 		{ "timeout", 1, NULL, O_TMO },
 		{ "type", 1, NULL, O_TYPE },
@@ -1122,6 +1128,14 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case O_RATE:
 			o->recv_rate = parse_size(optarg);
 			break;
+		case O_GAP: {
+			uint64_t us = parse_size(optarg);
+
+			if (us > 1000000)
+				usage();
+			o->send_gap_us = (unsigned int)us;
+			break;
+		}
 		case O_STALL: {
 			uint64_t ms = parse_size(optarg);
 

@@ -131,9 +131,11 @@ def main():
           and int(kv.get("rtt_min_ns", "0")) > 0, out)
 
     # The slow reader: 64 KiB at 256 KiB/s cannot take less than 0.25 s, nor a 300 ms stall
-    # less than 0.3 s (lower bounds only: a loaded machine is slower, never faster).
+    # less than 0.3 s, nor 16 writes of 4 KiB 20 ms apart (lower bounds only: a loaded
+    # machine is slower, never faster).
     for args, least, name in ((("--recv-rate", "256K"), 0.25, "--recv-rate paces the reader"),
-                              (("--recv-stall", "300"), 0.3, "--recv-stall stalls the reader")):
+                              (("--recv-stall", "300"), 0.3, "--recv-stall stalls the reader"),
+                              (("--send-gap", "20000"), 0.3, "--send-gap paces the writer")):
         t0 = time.monotonic()
         rc, kv, out = run_tool("connect", s_addr + ":1", "--send", str(n), "--recv", str(n),
                                "--shut-wr", "--chunk", "4096", *args)
