@@ -243,9 +243,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FZ_CHECK(vsock_dev_set_vring(dev, VSOCK_VQ_TX, &tx) == 0);
 	FZ_CHECK(vsock_dev_set_vring(dev, VSOCK_VQ_RX, &rx) == 0);
 	/* What dev_resume() does, minus the threads. */
-	FZ_CHECK(vq_setup(&dev->rxq, &dev->gm, &dev->vring[VSOCK_VQ_RX], dev->features) == 0);
+	FZ_CHECK(vq_setup(&dev->rx.vq, &dev->gm, &dev->vring[VSOCK_VQ_RX], dev->features) == 0);
 	FZ_CHECK(vq_setup(&dev->txq, &dev->gm, &dev->vring[VSOCK_VQ_TX], dev->features) == 0);
-	dev->rx_batch = 4;
+	rxq_start(&dev->rx, dev->features & (1ull << VIRTIO_VSOCK_F_MRG_RXBUF), 1);
+	dev->rx.batch = 4;
 	dev->next_host_port = HOST_PORT_MIN; /* same ports for the same input */
 
 	if (host & 1)

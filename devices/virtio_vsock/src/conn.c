@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "dev.h"
-#include "rx_chains.h"
 
 /*
  * Let the host socket hold the whole window we advertise to the guest
@@ -143,7 +142,7 @@ void conn_maybe_credit(struct conn *c)
 			uint32_t told = c->g2h_fwd_told;
 
 			conn_fill_hdr(c, &h, VIRTIO_VSOCK_OP_CREDIT_UPDATE, 0, 0);
-			if (!rx_send_hdr_now(c->dev, &h))
+			if (!rxq_send_hdr(&c->dev->ctl_rx, &h))
 				return;
 			c->g2h_fwd_told = told;
 		}

@@ -243,7 +243,7 @@ void conn_fill_hdr(struct conn *c, struct virtio_vsock_hdr *h, uint16_t op, uint
 /*
  * conn_maybe_credit() - a CREDIT_UPDATE when the guest's view of our free
  * space got low (caller holds c->lock): on the control thread, with nothing
- * else owed, put on the RX queue at once (rx_send_hdr_now()); otherwise
+ * else owed, put on the RX queue at once (rxq_send_hdr()); otherwise
  * owed (PEND_CREDIT) and sent by the pump.
  */
 void conn_maybe_credit(struct conn *c);

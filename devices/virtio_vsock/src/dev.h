@@ -23,8 +23,10 @@
 
 #include "guest_mem.h"
 #include "killq.h"
+#include "counters.h"
 #include "muxer.h"
 #include "packet.h"
+#include "rxq.h"
 #include "skiff/vsock_dev.h"
 #include "virtqueue.h"
 
@@ -35,8 +37,6 @@
 #define DEV_MAX_PENDING_CONNECT 64u /* host sockets still writing CONNECT */
 #define DEV_CONNECT_LINE_MAX 32u /* "CONNECT <port>\n" must fit */
 #define DEV_RAW_MAX 256u /* RSTs owed for packets of no connection */
-#define RX_SLOT_IOV 64u /* iovecs per RX chain */
-#define RX_BATCH 64u /* RX chains a pump reserves at once */
 #define TX_CHAIN_IOV 1024u
 #define TXB_IOV 1024u /* iovecs of one batched TX sendmsg() (IOV_MAX) */
 #define TXB_MAX_BYTES (256u * 1024u) /* bytes of one batched TX sendmsg() */
@@ -52,13 +52,6 @@
 #define DEV_FD_BUDGET_MIN 16 /* an automatic budget never goes below this */
 #define HOST_PORT_MIN (1u << 30) /* local ports of host-initiated connections ... */
 #define HOST_PORT_END (1u << 31) /* ... below this */
-
-/* One reserved RX chain. */
-struct rx_slot {
-	struct vq_chain c;
-	uint16_t pos; /* avail ring position it was popped from */
-	struct iovec iov[RX_SLOT_IOV];
-};
 
 struct pump {
 	struct vsock_dev *dev;
@@ -83,11 +76,7 @@ struct pump {
 	atomic_bool give_back; /* a starved pump asks for this one's reserved chains */
 
 	/* Owned by the pump thread. */
-	struct rx_slot cache[RX_BATCH]; /* a ring: cache_n slots from cache_first */
-	unsigned int cache_first, cache_n;
-	struct vring_used_elem done[RX_BATCH * 2];
-	unsigned int done_n;
-	bool unsignalled; /* entries published, the interrupt check not made yet */
+	struct rxq_cache rc; /* reserved RX chains, used entries not published yet */
 	struct conn *zombies; /* retired, reference dropped at the next loop top */
 };
 
@@ -103,12 +92,6 @@ struct tx_batch {
 	unsigned int n;
 	uint32_t len;
 	struct iovec iov[TXB_IOV];
-};
-
-struct dev_counters {
-	_Atomic uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes, kicks, irqs_sent, irqs_suppressed,
-		conn_resets, dropped_pkts, malformed_pkts, conns_opened, conns_closed, dev_resets;
-	_Atomic uint64_t rx_chains_max, conns_refused, stray_pkts;
 };
 
 /* A host socket still writing its CONNECT line (control thread only). */
@@ -164,10 +147,8 @@ struct vsock_dev {
 	struct vq txq; /* control thread only */
 	struct vq evq; /* control thread only */
 
-	pthread_mutex_t rxq_lock; /* protects rxq, pool, pool_n */
-	struct vq rxq;
-	struct rx_slot *pool; /* chains popped but unused, returned by idle pumps */
-	unsigned int pool_n, pool_cap;
+	struct rxq rx; /* the RX virtqueue and its pool of chains (rxq.h; its own lock) */
+	struct vq_irq tx_irq; /* how the TX queue's interrupt is raised (used_publish()) */
 
 	pthread_mutex_t raw_lock; /* protects raw, raw_n */
 	struct virtio_vsock_hdr raw[DEV_RAW_MAX]; /* conn-less replies, host order */
@@ -180,7 +161,6 @@ struct vsock_dev {
 	struct muxer mux;
 	unsigned int n_pumps;
 	struct pump *pumps;
-	unsigned int rx_batch; /* chains a pump reserves at once (<= RX_BATCH) */
 
 	/* Control thread. */
 	pthread_t ctl_thread;
@@ -208,7 +188,7 @@ struct vsock_dev {
 	struct iovec tx_iov[TX_CHAIN_IOV];
 	struct iovec tx_payload[TX_CHAIN_IOV];
 	struct tx_batch txb;
-	struct rx_slot ctl_rx; /* rx_send_hdr_now() scratch (control thread) */
+	struct rxq_cache ctl_rx; /* rxq_send_hdr() (control thread), empty between calls */
 
 	struct dev_counters ctr;
 	/*
@@ -221,8 +201,7 @@ struct vsock_dev {
 	struct route_member *route; /* guest-to-guest routing (router.c) */
 };
 
-#define CTR_ADD(dev, field, n) \
-	atomic_fetch_add_explicit(&(dev)->ctr.field, (n), memory_order_relaxed)
+#define CTR_ADD(dev, field, n) CTR(&(dev)->ctr, field, n)
 
 static inline bool dev_has_feature(const struct vsock_dev *dev, unsigned int bit)
 {
@@ -254,8 +233,11 @@ bool dev_fd_admit(struct vsock_dev *dev, int fd);
 /* dev_fd_close() - close a host fd counted by dev_fd_take(). */
 void dev_fd_close(struct vsock_dev *dev, int fd);
 
-/* dev_signal() - raise the interrupt of queue @q (notify callback or call_fd). */
-void dev_signal(struct vsock_dev *dev, unsigned int q);
+/*
+ * dev_signal() - raise the interrupt of queue @q of device @opaque (notify
+ * callback or call_fd); the signal of struct vq_irq.
+ */
+void dev_signal(void *opaque, unsigned int q);
 
 /*
  * dev_queue_raw() - owe the guest a conn-less packet (an RST answering a
@@ -318,9 +300,17 @@ void pump_rx_kicked(struct vsock_dev *dev);
 /*
  * rx_return_all() - threads stopped: forget every reserved, unused RX chain.
  * With @give_back, un-pop them when they are the last ones popped, or else
- * return them to the driver empty (used length 0).
+ * return them to the driver empty (used length 0): rxq_return_pool().
  */
 void rx_return_all(struct vsock_dev *dev, bool give_back);
+/*
+ * pump_starve() - @p found no RX chain: mark it starved (an RX kick or
+ * chains returned to the pool unstarve it: pump_rx_kicked()), re-check the
+ * queue, which may have got buffers meanwhile, and if still empty ask the
+ * other pumps for the chains they keep. Pump @p's thread.
+ * Return: true when @p stays starved; false when chains came (go on).
+ */
+bool pump_starve(struct pump *p);
 
 /* dev_ctl.c */
 /* ctl_is_current() - whether the calling thread is @dev's control thread. */

@@ -29,8 +29,10 @@ bool ctl_is_current(const struct vsock_dev *dev)
 	return tls_ctl_dev == dev;
 }
 
-void dev_signal(struct vsock_dev *dev, unsigned int q)
+void dev_signal(void *opaque, unsigned int q)
 {
+	struct vsock_dev *dev = opaque;
+
 	if (dev->cfg.notify) {
 		dev->cfg.notify(dev->cfg.notify_opaque, q);
 	} else if (dev->vring[q].call_fd >= 0) {
@@ -268,14 +270,8 @@ static void tx_publish(struct vsock_dev *dev, struct vring_used_elem *used, unsi
 	conn_tx_flush(dev); /* the guest may reuse the buffers once they are used */
 	if (!*n)
 		return;
-	vq_push_batch(&dev->txq, used, *n);
+	used_publish(&dev->txq, NULL, used, *n, true, &dev->tx_irq);
 	*n = 0;
-	if (vq_need_notify(&dev->txq)) {
-		CTR_ADD(dev, irqs_sent, 1);
-		dev_signal(dev, VSOCK_VQ_TX);
-	} else {
-		CTR_ADD(dev, irqs_suppressed, 1);
-	}
 }
 
 /* Process the TX queue. Return: true when chains are left (budget used up). */

@@ -88,6 +88,7 @@ static int pump_init(struct vsock_dev *dev, struct pump *p, unsigned int id)
 
 	p->dev = dev;
 	p->id = id;
+	rxq_cache_init(&p->rc, &dev->rx);
 	p->wake_fd = -1;
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (p->epfd < 0)
@@ -111,6 +112,7 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct vsock_dev *dev;
+	struct vq_irq irq;
 	unsigned int i;
 	int ret;
 
@@ -157,16 +159,26 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	ret = mux_init(&dev->mux, dev->cfg.max_conns);
 	if (ret)
 		goto err_free;
-	pthread_mutex_init(&dev->rxq_lock, NULL);
 	pthread_mutex_init(&dev->raw_lock, NULL);
 	ret = killq_init(&dev->kq, NULL);
 	if (ret)
 		goto err; /* everything it undoes is in its initial state */
-	dev->pool_cap = dev->n_pumps * RX_BATCH;
-	dev->pool = calloc(dev->pool_cap, sizeof(*dev->pool));
+	irq = (struct vq_irq){
+		.signal = dev_signal, .opaque = dev, .q = VSOCK_VQ_RX, .ctr = &dev->ctr
+	};
+	ret = rxq_init(&dev->rx, dev->n_pumps * RX_BATCH, &irq);
+	if (ret)
+		goto err;
+	irq.q = VSOCK_VQ_TX;
+	dev->tx_irq = irq;
+	rxq_cache_init(&dev->ctl_rx, &dev->rx);
+#ifdef SKIFF_TEST_HOOKS
+	dev->rx.test_fault = dev->cfg.test_fault;
+	dev->rx.test_fault_port = dev->cfg.test_fault_port;
+#endif
 	dev->pumps = calloc(dev->n_pumps, sizeof(*dev->pumps));
 	ret = -ENOMEM;
-	if (!dev->pool || !dev->pumps)
+	if (!dev->pumps)
 		goto err;
 	for (i = 0; i < dev->n_pumps; i++)
 		dev->pumps[i].epfd = dev->pumps[i].wake_fd = -1;
@@ -227,8 +239,7 @@ err:
 		close(dev->ctl_wake_fd);
 	killq_fini(&dev->kq);
 	free(dev->pumps);
-	free(dev->pool);
-	pthread_mutex_destroy(&dev->rxq_lock);
+	rxq_fini(&dev->rx);
 	pthread_mutex_destroy(&dev->raw_lock);
 	mux_fini(&dev->mux);
 err_free:
@@ -273,7 +284,7 @@ static void dev_pause(struct vsock_dev *dev, bool give_back)
 	for (i = 0; i < dev->n_pumps; i++)
 		pump_stop(&dev->pumps[i]);
 	rx_return_all(dev, give_back);
-	dev->vring[VSOCK_VQ_RX].last_avail_idx = dev->rxq.last_avail;
+	dev->vring[VSOCK_VQ_RX].last_avail_idx = dev->rx.vq.last_avail;
 	dev->vring[VSOCK_VQ_TX].last_avail_idx = dev->txq.last_avail;
 	dev->vring[VSOCK_VQ_EVENT].last_avail_idx = dev->evq.last_avail;
 	dev->started = false;
@@ -287,18 +298,14 @@ static int dev_resume(struct vsock_dev *dev)
 	if (!dev->gm.n || !(dev->features & (1ull << VIRTIO_F_VERSION_1)) ||
 	    !dev->vring_set[VSOCK_VQ_RX] || !dev->vring_set[VSOCK_VQ_TX])
 		return -EINVAL;
-	if (vq_setup(&dev->rxq, &dev->gm, &dev->vring[VSOCK_VQ_RX], dev->features) ||
+	if (vq_setup(&dev->rx.vq, &dev->gm, &dev->vring[VSOCK_VQ_RX], dev->features) ||
 	    vq_setup(&dev->txq, &dev->gm, &dev->vring[VSOCK_VQ_TX], dev->features))
 		return -EINVAL;
 	memset(&dev->evq, 0, sizeof(dev->evq));
 	if (dev->vring_set[VSOCK_VQ_EVENT] &&
 	    vq_setup(&dev->evq, &dev->gm, &dev->vring[VSOCK_VQ_EVENT], dev->features))
 		return -EINVAL;
-	dev->rx_batch = dev->rxq.num / (2 * dev->n_pumps);
-	if (dev->rx_batch < 4)
-		dev->rx_batch = 4;
-	if (dev->rx_batch > RX_BATCH)
-		dev->rx_batch = RX_BATCH;
+	rxq_start(&dev->rx, dev_has_feature(dev, VIRTIO_VSOCK_F_MRG_RXBUF), dev->n_pumps);
 	dev->tx_broken_warned = false;
 	atomic_store(&dev->stopping, false);
 	for (i = 0; i < dev->n_pumps; i++) {
@@ -442,9 +449,7 @@ static void dev_clear(struct vsock_dev *dev)
 		drop_list(dev, p->blocked);
 		p->work_head = p->work_tail = p->blocked = NULL;
 		pump_set_starved(p, false); /* threads stopped: no lock needed */
-		p->cache_n = p->cache_first = 0;
-		p->done_n = 0;
-		p->unsignalled = false;
+		rxq_cache_init(&p->rc, &dev->rx);
 	}
 	ctl_drop_pending(dev);
 	/* Host clients still in the listen backlog were CONNECTs pending: drop them. */
@@ -453,7 +458,7 @@ static void dev_clear(struct vsock_dev *dev)
 		close(fd);
 	}
 	__atomic_store_n(&dev->raw_n, 0, __ATOMIC_RELAXED);
-	dev->pool_n = 0;
+	dev->rx.pool_n = 0;
 }
 
 int vsock_dev_reset(struct vsock_dev *dev)
@@ -467,7 +472,7 @@ int vsock_dev_reset(struct vsock_dev *dev)
 	dev->features = 0;
 	memset(dev->vring_set, 0, sizeof(dev->vring_set));
 	memset(dev->vring, 0, sizeof(dev->vring));
-	memset(&dev->rxq, 0, sizeof(dev->rxq));
+	memset(&dev->rx.vq, 0, sizeof(dev->rx.vq));
 	memset(&dev->txq, 0, sizeof(dev->txq));
 	memset(&dev->evq, 0, sizeof(dev->evq));
 	memset(&dev->gm, 0, sizeof(dev->gm));
@@ -500,8 +505,7 @@ void vsock_dev_destroy(struct vsock_dev *dev)
 	close(dev->ctl_wake_fd);
 	killq_fini(&dev->kq);
 	free(dev->pumps);
-	free(dev->pool);
-	pthread_mutex_destroy(&dev->rxq_lock);
+	rxq_fini(&dev->rx);
 	pthread_mutex_destroy(&dev->raw_lock);
 	mux_fini(&dev->mux);
 	free(dev);

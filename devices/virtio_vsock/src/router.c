@@ -19,9 +19,9 @@
 #include "dev.h"
 #include "iov.h"
 #include "router.h"
-#include "rx_chains.h"
 
 #define ROUTE_BUCKETS 1024u
+#define ROUTE_PKT_IOV 256u /* iovecs of one delivered packet */
 
 /* One packet on its way to a destination, header in host order. */
 struct fwd_pkt {
@@ -548,79 +548,25 @@ bool route_rx_pending(const struct vsock_dev *dev)
  */
 static int deliver(struct pump *p, struct fwd_pkt *f)
 {
-	struct vsock_dev *dev = p->dev;
-	bool mrg = dev_has_feature(dev, VIRTIO_VSOCK_F_MRG_RXBUF);
-	uint32_t hl = rx_hdr_len(dev);
-
 	do {
-		uint32_t left = f->hdr.len - f->off, room, piece, done, k, n = 1;
-		struct virtio_vsock_mrg_hdr m;
-		struct rx_slot *s = slot_first_usable(p, ROUTE_MRG_MAX_CHAINS), *x;
+		uint32_t left = f->hdr.len - f->off, piece;
+		struct iovec iov[ROUTE_PKT_IOV];
+		struct virtio_vsock_hdr h;
+		unsigned int niov;
+		int room = rxq_span(&p->rc, left, ROUTE_MRG_MAX_CHAINS, iov, ROUTE_PKT_IOV, &niov);
 
-		if (!s)
+		if (room < 0)
 			return -EAGAIN;
-		room = s->c.in_len - hl;
-		while (mrg && room < left && n < ROUTE_MRG_MAX_CHAINS && (x = slot_get(p, n))) {
-			room += x->c.in_len;
-			n++;
-		}
-		piece = left < room ? left : room;
-		m.hdr = f->hdr;
-		m.hdr.len = piece;
+		piece = (uint32_t)room;
+		iov_write(iov, niov, 0, f->data + f->off, piece);
+		h = f->hdr;
+		h.len = piece;
 		if (f->hdr.type == VIRTIO_VSOCK_TYPE_SEQPACKET && piece < left)
-			m.hdr.flags &= ~(VIRTIO_VSOCK_SEQ_EOM | VIRTIO_VSOCK_SEQ_EOR);
-		/* Chains actually used, and the payload into each. */
-		done = 0;
-		for (k = 0; k < n; k++) {
-			struct rx_slot *c = k ? slot_get(p, k) : s;
-			uint32_t off = k ? 0 : hl, take = c->c.in_len - off;
-
-			if (k && done == piece)
-				break;
-			if (take > piece - done)
-				take = piece - done;
-			iov_write(c->c.iov + c->c.n_out, c->c.n_in, off, f->data + f->off + done,
-				  take);
-			done += take;
-			done_add(p, c->c.head, off + take);
-		}
-		pkt_hdr_to_le(&m.hdr);
-		m.num_buffers = htole16((uint16_t)k);
-		iov_write(s->c.iov + s->c.n_out, s->c.n_in, 0, &m, hl);
-		slots_consume(p, k);
+			h.flags &= ~(VIRTIO_VSOCK_SEQ_EOM | VIRTIO_VSOCK_SEQ_EOR);
+		rxq_put(&p->rc, &h, piece);
 		f->off += piece;
-		CTR_ADD(dev, rx_pkts, 1);
-		CTR_ADD(dev, rx_bytes, piece);
 	} while (f->off < f->hdr.len);
 	return 0;
-}
-
-/*
- * Out of RX chains: mark the pump starved (an RX kick or returned chains
- * resume it) unless chains came meanwhile, and ask the other pumps for the
- * chains they keep. Return: true when starved.
- */
-static bool starve(struct pump *p)
-{
-	struct vsock_dev *dev = p->dev;
-	unsigned int i;
-
-	pthread_mutex_lock(&p->lock);
-	pump_set_starved(p, true);
-	pthread_mutex_unlock(&p->lock);
-	if (slot_get(p, 0)) {
-		pthread_mutex_lock(&p->lock);
-		pump_set_starved(p, false);
-		pthread_mutex_unlock(&p->lock);
-		return false;
-	}
-	for (i = 0; i < dev->n_pumps; i++) {
-		if (&dev->pumps[i] == p)
-			continue;
-		atomic_store(&dev->pumps[i].give_back, true);
-		pump_wake(&dev->pumps[i]);
-	}
-	return true;
 }
 
 /* An RST owed to us for a connection whose other end went away. */
@@ -667,7 +613,7 @@ void route_rx_serve(struct pump *p)
 		if (have_rst) {
 			rst.off = 0;
 			if (deliver(p, &rst)) {
-				if (starve(p))
+				if (pump_starve(p))
 					return;
 				continue;
 			}
@@ -687,7 +633,7 @@ void route_rx_serve(struct pump *p)
 		if (!f)
 			return;
 		if (deliver(p, f)) {
-			if (starve(p))
+			if (pump_starve(p))
 				return;
 			continue;
 		}

@@ -2,7 +2,7 @@
 /*
  * The RX pump (host to guest): dev->n_pumps threads, each owning a shard of
  * connections in its own epoll. A pump reserves RX descriptor chains in
- * batches under dev->rxq_lock, reads from host sockets straight into them
+ * batches under dev->rx.lock, reads from host sockets straight into them
  * (readv onto the chains' writable iovecs, no bounce buffer for streams),
  * and publishes the used entries and one interrupt per batch.
  *
@@ -30,7 +30,6 @@
 #include "dev.h"
 #include "dev_step.h"
 #include "iov.h"
-#include "rx_chains.h"
 
 #define PUMP_BUDGET 16 /* packets per connection per turn */
 #define PKT_IOV 256 /* iovecs of one RX packet */
@@ -167,78 +166,12 @@ void pump_rx_kicked(struct vsock_dev *dev)
 	}
 }
 
-/* Write header @h (host order) at the start of chain @s, plus num_buffers. */
-static void put_hdr(struct pump *p, struct rx_slot *s, struct virtio_vsock_hdr *h,
-		    uint16_t num_buffers)
-{
-	struct virtio_vsock_mrg_hdr m;
-
-	m.hdr = *h;
-	pkt_hdr_to_le(&m.hdr);
-	m.num_buffers = htole16(num_buffers);
-	iov_write(s->c.iov + s->c.n_out, s->c.n_in, 0, &m, rx_hdr_len(p->dev));
-}
-
-#ifdef SKIFF_TEST_HOOKS
-/*
- * Test only (vsock_dev_config.test_fault, SKIFF_TEST_HOOKS builds): make
- * RW header @h of @c, about to go out in *@nbufs chains, lie about that
- * layout. The used entries are left true, so the guest sees exactly the lie
- * chosen.
- */
-static void test_fault(struct pump *p, const struct conn *c, struct virtio_vsock_hdr *h,
-		       uint16_t *nbufs)
-{
-	struct vsock_dev *dev = p->dev;
-	uint16_t qsize;
-
-	if (dev->cfg.test_fault_port && c->peer_port != dev->cfg.test_fault_port)
-		return;
-	switch (dev->cfg.test_fault) {
-	case VSOCK_TEST_FAULT_NUMBUF_ZERO:
-		*nbufs = 0;
-		break;
-	case VSOCK_TEST_FAULT_NUMBUF_OVER:
-		*nbufs += 1;
-		break;
-	case VSOCK_TEST_FAULT_NUMBUF_RING:
-		pthread_mutex_lock(&dev->rxq_lock);
-		qsize = dev->rxq.num;
-		pthread_mutex_unlock(&dev->rxq_lock);
-		*nbufs = (uint16_t)(qsize + 1);
-		break;
-	case VSOCK_TEST_FAULT_LEN_OVER:
-		h->len += 1;
-		break;
-	case VSOCK_TEST_FAULT_LEN_UNDER:
-		if (h->len)
-			h->len -= 1;
-		break;
-	}
-}
-#endif
-
-/* Raise counter @ctr to @v if below (lock free; concurrent pumps may race). */
-static void ctr_max(_Atomic uint64_t *ctr, uint64_t v)
-{
-	uint64_t cur = atomic_load_explicit(ctr, memory_order_relaxed);
-
-	while (cur < v && !atomic_compare_exchange_weak_explicit(ctr, &cur, v, memory_order_relaxed,
-								 memory_order_relaxed))
-		;
-}
-
 /* Send a header-only packet. Return: 0, or -EAGAIN when out of RX buffers. */
 static int emit_hdr(struct pump *p, struct virtio_vsock_hdr *h)
 {
-	struct rx_slot *s = slot_first_usable(p, PKT_MAX_CHAINS);
-
-	if (!s)
+	if (!rxq_first_usable(&p->rc, PKT_MAX_CHAINS))
 		return -EAGAIN;
-	put_hdr(p, s, h, 1);
-	done_add(p, s->c.head, rx_hdr_len(p->dev));
-	slots_consume(p, 1);
-	CTR_ADD(p->dev, rx_pkts, 1);
+	rxq_put(&p->rc, h, 0);
 	return 0;
 }
 
@@ -319,15 +252,13 @@ static int seq_fetch(struct conn *c)
 static int emit_rw(struct pump *p, struct conn *c)
 {
 	struct vsock_dev *dev = p->dev;
-	bool mrg = dev_has_feature(dev, VIRTIO_VSOCK_F_MRG_RXBUF);
-	uint32_t hl = rx_hdr_len(dev), want, space, n, left, flags = 0;
+	uint32_t want, space, n, flags = 0;
 	struct iovec iov[PKT_IOV];
-	unsigned int niov = 0, k, i;
+	unsigned int niov = 0;
 	const uint8_t *mem = NULL;
-	uint16_t nbufs;
 	struct virtio_vsock_hdr h;
-	struct rx_slot *s;
 	ssize_t r;
+	int room;
 
 	want = conn_credit_avail(c);
 	if (want > dev->cfg.rx_pkt_max)
@@ -351,30 +282,13 @@ static int emit_rw(struct pump *p, struct conn *c)
 			flags = VIRTIO_VSOCK_SEQ_EOM;
 		}
 	}
-	s = slot_first_usable(p, PKT_MAX_CHAINS);
-	if (!s)
+	room = rxq_span(&p->rc, want, PKT_MAX_CHAINS, iov, PKT_IOV, &niov);
+	if (room < 0)
 		return -EAGAIN;
-	space = s->c.in_len - hl;
-	if (space > want)
-		space = want;
-	niov = iov_slice(s->c.iov + s->c.n_out, s->c.n_in, hl, space, iov, PKT_IOV);
-	for (k = 1; mrg && space < want && k < PKT_MAX_CHAINS && niov < PKT_IOV; k++) {
-		struct rx_slot *t = slot_get(p, k);
-		uint32_t add;
-
-		if (!t)
-			break;
-		add = t->c.in_len < want - space ? t->c.in_len : want - space;
-		niov += iov_slice(t->c.iov + t->c.n_out, t->c.n_in, 0, add, iov + niov,
-				  PKT_IOV - niov);
-		space += add;
-	}
-	space = iov_bytes(iov, niov);
+	space = (uint32_t)room;
 	if (!space && (want || !mem)) {
 		/* Room for the header only: this chain cannot carry data. */
-		CTR_ADD(dev, malformed_pkts, 1);
-		done_add(p, s->c.head, 0);
-		slots_consume(p, 1);
+		rxq_drop_first(&p->rc);
 		return 0;
 	}
 	if (mem && space < want) {
@@ -422,26 +336,8 @@ static int emit_rw(struct pump *p, struct conn *c)
 	}
 	if (!n && !(flags & VIRTIO_VSOCK_SEQ_EOM))
 		return 0;
-	/* Used entries: the first chain holds the header, then payload in order. */
-	left = n;
-	for (i = 0;; i++) {
-		struct rx_slot *t = cache_slot(p, p->cache_first + i);
-		uint32_t room = i ? t->c.in_len : t->c.in_len - hl;
-		uint32_t put = left < room ? left : room;
-
-		done_add(p, t->c.head, put + (i ? 0 : hl));
-		left -= put;
-		if (!left)
-			break;
-	}
 	conn_fill_hdr(c, &h, VIRTIO_VSOCK_OP_RW, flags, n);
-	nbufs = (uint16_t)(i + 1);
-#ifdef SKIFF_TEST_HOOKS
-	if (mrg && dev->cfg.test_fault)
-		test_fault(p, c, &h, &nbufs);
-#endif
-	put_hdr(p, s, &h, nbufs);
-	slots_consume(p, i + 1);
+	rxq_put(&p->rc, &h, n);
 	c->h2g_sent += n;
 	if (mem == c->prefix + c->prefix_off) {
 		c->prefix_off += n;
@@ -450,9 +346,6 @@ static int emit_rw(struct pump *p, struct conn *c)
 		if (flags & VIRTIO_VSOCK_SEQ_EOM)
 			c->msg_valid = false;
 	}
-	CTR_ADD(dev, rx_pkts, 1);
-	CTR_ADD(dev, rx_bytes, n);
-	ctr_max(&dev->ctr.rx_chains_max, i + 1);
 	return 0;
 }
 
@@ -475,16 +368,26 @@ static void retire(struct pump *p, struct conn *c)
 	p->zombies = c;
 }
 
-/*
- * @p found no RX chain: the other pumps may hold reserved ones while idle
- * (they keep them, see pump_main()); ask them to return theirs to the pool,
- * which wakes starved pumps (cache_return()).
- */
-static void ask_chains(struct pump *p)
+bool pump_starve(struct pump *p)
 {
 	struct vsock_dev *dev = p->dev;
 	unsigned int i;
 
+	pthread_mutex_lock(&p->lock);
+	pump_set_starved(p, true);
+	pthread_mutex_unlock(&p->lock);
+	/* Re-check after asking for a kick (rxq_slot()): buffers may have come. */
+	if (rxq_slot(&p->rc, 0)) {
+		pthread_mutex_lock(&p->lock);
+		pump_set_starved(p, false);
+		pthread_mutex_unlock(&p->lock);
+		return false;
+	}
+	/*
+	 * The other pumps may hold reserved chains while idle (they keep
+	 * them, see pump_main()): ask them to return theirs to the pool,
+	 * which wakes the starved pumps (pump_rx_kicked()).
+	 */
 	for (i = 0; i < dev->n_pumps; i++) {
 		struct pump *q = &dev->pumps[i];
 
@@ -493,6 +396,7 @@ static void ask_chains(struct pump *p)
 		atomic_store(&q->give_back, true);
 		pump_wake(q);
 	}
+	return true;
 }
 
 static enum serve_result serve(struct pump *p, struct conn *c)
@@ -547,17 +451,8 @@ static enum serve_result serve(struct pump *p, struct conn *c)
 			break;
 		}
 		if (ret == -EAGAIN) {
-			pthread_mutex_lock(&p->lock);
-			pump_set_starved(p, true);
-			pthread_mutex_unlock(&p->lock);
-			/* Re-check after asking for a kick: buffers may have come. */
-			if (slot_get(p, 0)) {
-				pthread_mutex_lock(&p->lock);
-				pump_set_starved(p, false);
-				pthread_mutex_unlock(&p->lock);
+			if (!pump_starve(p))
 				continue;
-			}
-			ask_chains(p);
 			res = SERVE_BLOCKED;
 			break;
 		}
@@ -577,7 +472,7 @@ static enum serve_result serve(struct pump *p, struct conn *c)
 	 * packet of ours published after that update would take its credit
 	 * back, and a guest waiting for credit would wait forever.
 	 */
-	done_publish(p);
+	rxq_publish(&p->rc);
 out:
 	pthread_mutex_unlock(&c->lock);
 	return res;
@@ -601,16 +496,8 @@ static bool serve_raw(struct pump *p)
 		h = dev->raw[0];
 		pthread_mutex_unlock(&dev->raw_lock);
 		if (emit_hdr(p, &h)) {
-			pthread_mutex_lock(&p->lock);
-			pump_set_starved(p, true);
-			pthread_mutex_unlock(&p->lock);
-			if (slot_get(p, 0)) {
-				pthread_mutex_lock(&p->lock);
-				pump_set_starved(p, false);
-				pthread_mutex_unlock(&p->lock);
+			if (!pump_starve(p))
 				continue;
-			}
-			ask_chains(p);
 			return false;
 		}
 		pthread_mutex_lock(&dev->raw_lock);
@@ -699,7 +586,7 @@ static void serve_work(struct pump *p)
 	}
 	if (p->id == 0 && serve_raw(p))
 		route_rx_serve(p); /* packets from other guests (router.c) */
-	done_flush(p);
+	rxq_flush(&p->rc);
 }
 
 void pump_step(struct pump *p)
@@ -716,8 +603,9 @@ void pump_step(struct pump *p)
 
 void pump_step_end(struct pump *p)
 {
-	done_flush(p);
-	cache_return(p);
+	rxq_flush(&p->rc);
+	if (rxq_cache_return(&p->rc))
+		pump_rx_kicked(p->dev);
 	free_zombies(p);
 }
 
@@ -741,15 +629,15 @@ static void *pump_main(void *arg)
 		idle = !p->work_head && !(raw && !p->starved);
 		pthread_mutex_unlock(&p->lock);
 		if (idle) {
-			done_flush(p);
+			rxq_flush(&p->rc);
 			/*
 			 * Keep the reserved chains for the next round unless a
 			 * starved pump asked for them: moving them to the pool
 			 * and back on every idle turn cost more than the rest
 			 * of a small packet's path.
 			 */
-			if (atomic_exchange(&p->give_back, false))
-				cache_return(p);
+			if (atomic_exchange(&p->give_back, false) && rxq_cache_return(&p->rc))
+				pump_rx_kicked(dev);
 			pthread_mutex_lock(&p->lock);
 			idle = !p->work_head;
 			p->sleeping = idle;
@@ -766,8 +654,9 @@ static void *pump_main(void *arg)
 
 		serve_work(p);
 	}
-	done_flush(p);
-	cache_return(p);
+	rxq_flush(&p->rc);
+	if (rxq_cache_return(&p->rc))
+		pump_rx_kicked(dev);
 	return NULL;
 }
 
@@ -787,4 +676,13 @@ void pump_stop(struct pump *p)
 	pthread_join(p->thread, NULL);
 	p->running = false;
 	free_zombies(p);
+}
+
+void rx_return_all(struct vsock_dev *dev, bool give_back)
+{
+	unsigned int i;
+
+	for (i = 0; i < dev->n_pumps; i++)
+		rxq_cache_return(&dev->pumps[i].rc);
+	rxq_return_pool(&dev->rx, give_back);
 }
