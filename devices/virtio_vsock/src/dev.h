@@ -23,6 +23,7 @@
 
 #include "guest_mem.h"
 #include "killq.h"
+#include "conn.h"
 #include "counters.h"
 #include "muxer.h"
 #include "packet.h"
@@ -38,11 +39,6 @@
 #define DEV_CONNECT_LINE_MAX 32u /* "CONNECT <port>\n" must fit */
 #define DEV_RAW_MAX 256u /* RSTs owed for packets of no connection */
 #define TX_CHAIN_IOV 1024u
-#define TXB_IOV 1024u /* iovecs of one batched TX sendmsg() (IOV_MAX) */
-#define TXB_MAX_BYTES (256u * 1024u) /* bytes of one batched TX sendmsg() */
-#define DEV_CONNECT_TIMEOUT_MS 2000 /* guest answer to a host-initiated REQUEST */
-#define DEV_CLOSE_TIMEOUT_MS 2000 /* guest RST after our SHUTDOWN RCV|SEND */
-#define DEV_STALL_TIMEOUT_MS 10000 /* ... while it still has our data unread and reads none */
 #define DEV_TIMER_TICK_MS 250
 #define DEV_CONNECT_LINE_TIMEOUT_MS 2000 /* host client writing its CONNECT line */
 #define DEV_DEFAULT_HOST_WAIT_MS 5000u /* host client waiting for the device to start */
@@ -78,20 +74,6 @@ struct pump {
 	/* Owned by the pump thread. */
 	struct rxq_cache rc; /* reserved RX chains, used entries not published yet */
 	struct conn *zombies; /* retired, reference dropped at the next loop top */
-};
-
-/*
- * RW payload of consecutive guest packets of one STREAM connection, still in
- * guest memory, written to the host socket with one sendmsg() when a packet
- * of another kind or connection comes, when full, and always before the TX
- * used entries of those packets are published (the guest may reuse the
- * buffers then). Control thread only.
- */
-struct tx_batch {
-	struct conn *c; /* holds a reference; NULL: no batch */
-	unsigned int n;
-	uint32_t len;
-	struct iovec iov[TXB_IOV];
 };
 
 /* A host socket still writing its CONNECT line (control thread only). */
@@ -159,6 +141,7 @@ struct vsock_dev {
 	unsigned int raw_n;
 
 	struct muxer mux;
+	struct conn_env cenv; /* what the connections need from the device (conn_new()) */
 	unsigned int n_pumps;
 	struct pump *pumps;
 
@@ -215,6 +198,13 @@ static inline int dev_spawn(struct vsock_dev *dev, enum vsock_thread_kind kind, 
 	if (dev->cfg.spawn)
 		return dev->cfg.spawn(dev->cfg.spawn_opaque, kind, t, fn, arg);
 	return pthread_create(t, NULL, fn, arg);
+}
+
+/* dev_pump_of() - the pump that owns the connection of ports (@local_port, @peer_port). */
+static inline struct pump *dev_pump_of(struct vsock_dev *dev, uint32_t local_port,
+				       uint32_t peer_port)
+{
+	return &dev->pumps[(local_port * 31u + peer_port) % dev->n_pumps];
 }
 
 /*

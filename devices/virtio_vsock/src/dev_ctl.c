@@ -68,37 +68,14 @@ void dev_reply_rst(struct vsock_dev *dev, const struct virtio_vsock_hdr *in)
 	dev_queue_raw(dev, &h);
 }
 
-/* Is @c still waiting for the guest? (caller holds c->lock) */
-static bool still_waiting(const struct conn *c)
+/* Write the TX batch (conn_tx_flush()), the pumps' wake-ups held until c->lock is let go. */
+static void ctl_tx_flush(struct vsock_dev *dev)
 {
-	if (c->state == CONN_HOST_CONNECTING)
-		return true;
-	return c->state == CONN_ESTABLISHED && (c->local_shut & 3u) == 3u;
-}
-
-/* @c's deadline passed (caller holds c->lock): reset it, or give it more time. */
-static void deadline_passed(struct conn *c, int64_t now)
-{
-	struct vsock_dev *dev = c->dev;
-
-	if (!still_waiting(c)) {
-		conn_unwatch_deadline(c);
+	if (!dev->txb.c)
 		return;
-	}
-	/*
-	 * After our SHUTDOWN, a guest still reading what we sent is not
-	 * late: the clock restarts whenever its fwd_cnt moved, with 2 s once
-	 * it consumed everything, 10 s while data is left (a guest that
-	 * stops reading is not kept forever).
-	 */
-	if (c->state == CONN_ESTABLISHED && c->peer_fwd_cnt != c->deadline_fwd) {
-		c->deadline_fwd = c->peer_fwd_cnt;
-		killq_set_deadline(&dev->kq, &c->kq,
-				   now + (c->peer_fwd_cnt == c->h2g_sent ? DEV_CLOSE_TIMEOUT_MS :
-									   DEV_STALL_TIMEOUT_MS));
-		return;
-	}
-	conn_reset(c, true); /* leaves the kill queue */
+	pump_defer_wakes();
+	conn_tx_flush(&dev->txb);
+	pump_flush_wakes();
 }
 
 /* killq_fired() callback (under the kill queue's lock): @e is due, keep it for timer_tick(). */
@@ -126,7 +103,7 @@ static void timer_tick(struct vsock_dev *dev)
 		c = due;
 		due = c->due_next;
 		pthread_mutex_lock(&c->lock);
-		deadline_passed(c, now);
+		conn_expire(c, now);
 		pthread_mutex_unlock(&c->lock);
 		conn_put(c);
 	}
@@ -192,7 +169,8 @@ static void guest_connect(struct vsock_dev *dev, const struct virtio_vsock_hdr *
 		refuse_request(dev, h);
 		return;
 	}
-	c = conn_new(dev, fd, h->type, h->dst_port, h->src_port, h);
+	c = conn_new(&dev->cenv, dev_pump_of(dev, h->dst_port, h->src_port), fd, h->type,
+		     h->dst_port, h->src_port, h);
 	if (!c) {
 		dev_fd_close(dev, fd);
 		refuse_request(dev, h);
@@ -227,7 +205,7 @@ static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
 		return;
 	}
 	if (e != PKT_OK) {
-		conn_tx_flush(dev);
+		ctl_tx_flush(dev);
 		CTR_ADD(dev, malformed_pkts, 1);
 		/* A bad packet that names a live connection resets that one. */
 		if ((e == PKT_ERR_TYPE || e == PKT_ERR_OP || e == PKT_ERR_LEN) &&
@@ -249,7 +227,7 @@ static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
 	c = mux_lookup(&dev->mux, pkt.hdr.dst_port, pkt.hdr.src_port);
 	/* The batch goes first: it holds earlier bytes, and of one connection only. */
 	if (dev->txb.c && (c != dev->txb.c || pkt.hdr.op != VIRTIO_VSOCK_OP_RW))
-		conn_tx_flush(dev);
+		ctl_tx_flush(dev);
 	if (!c) {
 		if (pkt.hdr.op == VIRTIO_VSOCK_OP_REQUEST) {
 			guest_connect(dev, &pkt.hdr);
@@ -261,13 +239,15 @@ static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
 		}
 		return;
 	}
-	conn_handle_tx(c, &pkt.hdr, dev->tx_payload, n);
+	pump_defer_wakes(); /* until c->lock is let go: see pump_defer_wakes() */
+	conn_handle_tx(c, &pkt.hdr, dev->tx_payload, n, &dev->txb);
+	pump_flush_wakes();
 	conn_put(c);
 }
 
 static void tx_publish(struct vsock_dev *dev, struct vring_used_elem *used, unsigned int *n)
 {
-	conn_tx_flush(dev); /* the guest may reuse the buffers once they are used */
+	ctl_tx_flush(dev); /* the guest may reuse the buffers once they are used */
 	if (!*n)
 		return;
 	used_publish(&dev->txq, NULL, used, *n, true, &dev->tx_irq);
@@ -370,14 +350,15 @@ static void host_connect(struct vsock_dev *dev, struct pending_connect *pc, uint
 	pc->fd = -1;
 	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, fd, NULL);
 	local = alloc_host_port(dev);
-	c = local ? conn_new(dev, fd, VIRTIO_VSOCK_TYPE_STREAM, local, port, NULL) : NULL;
+	c = local ? conn_new(&dev->cenv, dev_pump_of(dev, local, port), fd,
+			     VIRTIO_VSOCK_TYPE_STREAM, local, port, NULL) :
+		    NULL;
 	if (!c) {
 		dev_fd_close(dev, fd);
 		CTR_ADD(dev, conns_refused, 1);
 		goto out;
 	}
-	c->prefix_len = pc->len - (uint32_t)consumed;
-	memcpy(c->prefix, pc->buf + consumed, c->prefix_len);
+	conn_set_prefix(c, pc->buf + consumed, pc->len - (uint32_t)consumed);
 	if (mux_insert(&dev->mux, c)) {
 		conn_put(c); /* at the cap: the host socket is closed without OK */
 		CTR_ADD(dev, conns_refused, 1);
@@ -701,7 +682,7 @@ void ctl_stop(struct vsock_dev *dev)
 	(void)r;
 	pthread_join(dev->ctl_thread, NULL);
 	dev->ctl_running = false;
-	conn_tx_flush(dev); /* empty already: process_tx() ends with a flush */
+	ctl_tx_flush(dev); /* empty already: process_tx() ends with a flush */
 	/* Kick fds belong to the transport and may change before the next start. */
 	for (q = 0; q < VSOCK_VQ_NUM; q++)
 		if (dev->vring_set[q] && dev->vring[q].kick_fd >= 0)

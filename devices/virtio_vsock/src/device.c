@@ -60,6 +60,42 @@ void dev_fd_close(struct vsock_dev *dev, int fd)
 	atomic_fetch_sub(&dev->host_fds, 1);
 }
 
+/* ---- what a connection needs from the device (struct conn_ops) ---- */
+
+static void op_schedule(struct conn *c)
+{
+	pump_enqueue(c);
+}
+
+static void op_unlist(struct conn *c)
+{
+	mux_remove(&c->dev->mux, c);
+}
+
+static int op_credit_now(struct conn *c, const struct virtio_vsock_hdr *h)
+{
+	return rxq_send_hdr(&c->dev->ctl_rx, h);
+}
+
+static int op_accepted(struct conn *c)
+{
+	return uds_send_ok(c->fd, c->local_port);
+}
+
+static void op_close_fd(struct conn *c, int fd)
+{
+	dev_fd_close(c->dev, fd);
+}
+
+static const struct conn_ops dev_conn_ops = {
+	.schedule = op_schedule,
+	.set_out = pump_set_out,
+	.unlist = op_unlist,
+	.credit_now = op_credit_now,
+	.accepted = op_accepted,
+	.close_fd = op_close_fd,
+};
+
 static void note_nofile(void)
 {
 	struct rlimit rl;
@@ -172,6 +208,13 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	irq.q = VSOCK_VQ_TX;
 	dev->tx_irq = irq;
 	rxq_cache_init(&dev->ctl_rx, &dev->rx);
+	dev->cenv = (struct conn_env){ .ops = &dev_conn_ops,
+				       .dev = dev,
+				       .ctr = &dev->ctr,
+				       .kq = &dev->kq,
+				       .guest_cid = dev->cfg.guest_cid,
+				       .buf_alloc = dev->cfg.conn_buf_size,
+				       .rx_pkt_max = dev->cfg.rx_pkt_max };
 #ifdef SKIFF_TEST_HOOKS
 	dev->rx.test_fault = dev->cfg.test_fault;
 	dev->rx.test_fault_port = dev->cfg.test_fault_port;
@@ -406,10 +449,7 @@ static void forget_conn(struct conn *c, void *opaque)
 {
 	(void)opaque;
 	pthread_mutex_lock(&c->lock);
-	if (c->state == CONN_HOST_CONNECTING)
-		CTR_ADD(c->dev, conns_refused, 1); /* its host client never got "OK" */
-	c->state = CONN_CLOSED;
-	c->pending = 0;
+	conn_forget(c);
 	if (!c->retired && c->fd >= 0 && c->pump) {
 		epoll_ctl(c->pump->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 		c->retired = true;
@@ -541,12 +581,21 @@ int vsock_dev_conn_dump(struct vsock_dev *dev, uint32_t host_port, uint32_t gues
 			size_t len)
 {
 	struct conn *c = mux_lookup(&dev->mux, host_port, guest_port);
+	bool starved;
+	int n;
 
 	if (!c) {
 		snprintf(buf, len, "no connection %u:%u", host_port, guest_port);
 		return -ENOENT;
 	}
-	conn_describe(c, buf, len);
+	pthread_mutex_lock(&c->lock);
+	n = conn_describe(c, buf, len);
+	pthread_mutex_lock(&c->pump->lock);
+	starved = c->pump->starved;
+	pthread_mutex_unlock(&c->pump->lock);
+	if (n >= 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, "; pump %u starved %d", c->pump->id, starved);
+	pthread_mutex_unlock(&c->lock);
 	conn_put(c);
 	return 0;
 }

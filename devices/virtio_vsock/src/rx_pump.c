@@ -32,8 +32,7 @@
 #include "iov.h"
 
 #define PUMP_BUDGET 16 /* packets per connection per turn */
-#define PKT_IOV 256 /* iovecs of one RX packet */
-#define PKT_MAX_CHAINS 64 /* chains of one mergeable packet */
+#define PKT_MAX_CHAINS 64 /* room kept in the used-entry list for one packet */
 
 enum serve_result { SERVE_DONE, SERVE_REQUEUE, SERVE_BLOCKED };
 
@@ -166,195 +165,13 @@ void pump_rx_kicked(struct vsock_dev *dev)
 	}
 }
 
-/* Send a header-only packet. Return: 0, or -EAGAIN when out of RX buffers. */
+/* Send a connection-less header-only packet. Return: 0, or -EAGAIN when out of RX buffers. */
 static int emit_hdr(struct pump *p, struct virtio_vsock_hdr *h)
 {
 	if (!rxq_first_usable(&p->rc, PKT_MAX_CHAINS))
 		return -EAGAIN;
 	rxq_put(&p->rc, h, 0);
 	return 0;
-}
-
-static int emit_ctl(struct pump *p, struct conn *c, uint16_t op, uint32_t flags)
-{
-	struct virtio_vsock_hdr h;
-	uint32_t told = c->g2h_fwd_told;
-	int ret;
-
-	conn_fill_hdr(c, &h, op, flags, 0);
-	ret = emit_hdr(p, &h);
-	if (ret)
-		c->g2h_fwd_told = told;
-	return ret;
-}
-
-/* Host EOF on @c: owe the guest a SHUTDOWN once the data before it went out. */
-static void host_eof(struct conn *c)
-{
-	c->host_eof = true;
-	c->host_readable = false;
-	c->shut_to_send = VIRTIO_VSOCK_SHUTDOWN_SEND;
-	if (c->host_hup)
-		c->shut_to_send |= VIRTIO_VSOCK_SHUTDOWN_RCV;
-	c->pending |= PEND_SHUTDOWN;
-}
-
-static bool peer_gone(int fd)
-{
-	struct pollfd pf = { .fd = fd, .events = POLLRDHUP };
-
-	return poll(&pf, 1, 0) == 1 && (pf.revents & (POLLRDHUP | POLLHUP));
-}
-
-/*
- * SEQPACKET: make sure one whole host message sits in c->msg.
- * Return: 1 ready; 0 nothing to read (or EOF handled); -errno to reset.
- */
-static int seq_fetch(struct conn *c)
-{
-	uint32_t cap = c->buf_alloc > 65536 ? c->buf_alloc : 65536;
-	ssize_t n;
-
-	if (c->msg_valid)
-		return 1;
-	n = recv(c->fd, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
-	if (n < 0) {
-		if (errno == EAGAIN || errno == EINTR) {
-			c->host_readable = errno == EINTR;
-			return 0;
-		}
-		return -errno;
-	}
-	if (!n && peer_gone(c->fd)) {
-		host_eof(c);
-		return 0;
-	}
-	if ((size_t)n > cap)
-		return -EMSGSIZE;
-	if (!c->msg && !(c->msg = malloc(cap)))
-		return -ENOMEM;
-	do
-		n = recv(c->fd, c->msg, cap, MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return errno == EAGAIN ? 0 : -errno;
-	c->msg_len = (uint32_t)n;
-	c->msg_off = 0;
-	c->msg_valid = true;
-	return 1;
-}
-
-/*
- * Send one RW packet of @c. Sources, in order: the bytes that followed the
- * CONNECT line, a buffered SEQPACKET message, the host socket (read in
- * place). Return: 0 sent or nothing to send now; -EAGAIN out of RX buffers.
- */
-static int emit_rw(struct pump *p, struct conn *c)
-{
-	struct vsock_dev *dev = p->dev;
-	uint32_t want, space, n, flags = 0;
-	struct iovec iov[PKT_IOV];
-	unsigned int niov = 0;
-	const uint8_t *mem = NULL;
-	struct virtio_vsock_hdr h;
-	ssize_t r;
-	int room;
-
-	want = conn_credit_avail(c);
-	if (want > dev->cfg.rx_pkt_max)
-		want = dev->cfg.rx_pkt_max;
-	if (c->prefix_off < c->prefix_len) {
-		mem = c->prefix + c->prefix_off;
-		if (want > c->prefix_len - c->prefix_off)
-			want = c->prefix_len - c->prefix_off;
-	} else if (c->type == VIRTIO_VSOCK_TYPE_SEQPACKET) {
-		int ret = seq_fetch(c);
-
-		if (ret < 0) {
-			conn_reset(c, true);
-			return 0;
-		}
-		if (!ret)
-			return 0;
-		mem = c->msg + c->msg_off;
-		if (want >= c->msg_len - c->msg_off) {
-			want = c->msg_len - c->msg_off;
-			flags = VIRTIO_VSOCK_SEQ_EOM;
-		}
-	}
-	room = rxq_span(&p->rc, want, PKT_MAX_CHAINS, iov, PKT_IOV, &niov);
-	if (room < 0)
-		return -EAGAIN;
-	space = (uint32_t)room;
-	if (!space && (want || !mem)) {
-		/* Room for the header only: this chain cannot carry data. */
-		rxq_drop_first(&p->rc);
-		return 0;
-	}
-	if (mem && space < want) {
-		/* The packet will not hold the rest: a SEQPACKET fragment. */
-		flags = 0;
-		want = space;
-	}
-	if (mem) {
-		n = (uint32_t)iov_write(iov, niov, 0, mem, want);
-	} else {
-		do
-			r = readv(c->fd, iov, (int)niov);
-		while (r < 0 && errno == EINTR);
-		if (r < 0) {
-			if (errno == EAGAIN) {
-				c->host_readable = false;
-				return 0;
-			}
-			if (errno == ECONNRESET) {
-				/*
-				 * AF_UNIX: the client closed with bytes we wrote
-				 * (its "OK", or guest data) unread, after all it
-				 * sent was read. For the guest that is its close.
-				 */
-				c->host_hup = true;
-				host_eof(c);
-				return 0;
-			}
-			conn_reset(c, true);
-			return 0;
-		}
-		if (!r) {
-			if (space)
-				host_eof(c);
-			return 0;
-		}
-		n = (uint32_t)r;
-		/*
-		 * A short stream read drained the socket: the next byte comes
-		 * with a new edge. Not so for EOF already signalled: read on
-		 * until read() says 0.
-		 */
-		if (n < space && !c->host_rdhup)
-			c->host_readable = false;
-	}
-	if (!n && !(flags & VIRTIO_VSOCK_SEQ_EOM))
-		return 0;
-	conn_fill_hdr(c, &h, VIRTIO_VSOCK_OP_RW, flags, n);
-	rxq_put(&p->rc, &h, n);
-	c->h2g_sent += n;
-	if (mem == c->prefix + c->prefix_off) {
-		c->prefix_off += n;
-	} else if (mem) {
-		c->msg_off += n;
-		if (flags & VIRTIO_VSOCK_SEQ_EOM)
-			c->msg_valid = false;
-	}
-	return 0;
-}
-
-static bool data_ready(const struct conn *c)
-{
-	if (c->state != CONN_ESTABLISHED || (c->local_shut & VIRTIO_VSOCK_SHUTDOWN_SEND) ||
-	    (c->peer_shut & VIRTIO_VSOCK_SHUTDOWN_RCV) || !conn_credit_avail(c))
-		return false;
-	return c->prefix_off < c->prefix_len || c->msg_valid || (c->host_readable && !c->host_eof);
 }
 
 /* Take @c out of the pump's epoll; its reference is dropped at the next loop top. */
@@ -402,54 +219,20 @@ bool pump_starve(struct pump *p)
 static enum serve_result serve(struct pump *p, struct conn *c)
 {
 	enum serve_result res = SERVE_DONE;
-	int budget = PUMP_BUDGET, ret = 0;
+	int budget = PUMP_BUDGET, ret;
 
 	pthread_mutex_lock(&c->lock);
 	if (c->retired)
 		goto out;
-	if (c->want_flush) {
-		c->want_flush = false;
-		if (c->state == CONN_ESTABLISHED && conn_flush(c))
-			conn_reset(c, true);
-	}
+	conn_want_flush(c);
 	while (budget > 0) {
-		if (pump_starved(p) && (c->pending || data_ready(c))) {
+		if (pump_starved(p) && conn_rx_wanted(c)) {
 			res = SERVE_BLOCKED;
 			break;
 		}
-		if (c->pending & PEND_RST) {
-			ret = emit_ctl(p, c, VIRTIO_VSOCK_OP_RST, 0);
-			if (!ret)
-				c->pending = 0;
-		} else if (c->state == CONN_CLOSED) {
-			break;
-		} else if (c->pending & PEND_REQUEST) {
-			ret = emit_ctl(p, c, VIRTIO_VSOCK_OP_REQUEST, 0);
-			if (!ret)
-				c->pending &= ~PEND_REQUEST;
-		} else if (c->state == CONN_HOST_CONNECTING) {
-			break;
-		} else if (c->pending & PEND_RESPONSE) {
-			ret = emit_ctl(p, c, VIRTIO_VSOCK_OP_RESPONSE, 0);
-			if (!ret)
-				c->pending &= ~PEND_RESPONSE;
-		} else if (c->pending & PEND_CREDIT) {
-			ret = emit_ctl(p, c, VIRTIO_VSOCK_OP_CREDIT_UPDATE, 0);
-			if (!ret)
-				c->pending &= ~PEND_CREDIT;
-		} else if (data_ready(c)) {
-			ret = emit_rw(p, c);
-		} else if (c->pending & PEND_SHUTDOWN) {
-			ret = emit_ctl(p, c, VIRTIO_VSOCK_OP_SHUTDOWN, c->shut_to_send);
-			if (!ret) {
-				c->pending &= ~PEND_SHUTDOWN;
-				c->local_shut |= c->shut_to_send;
-				if ((c->local_shut & 3u) == 3u)
-					conn_watch_deadline(c, DEV_CLOSE_TIMEOUT_MS);
-			}
-		} else {
-			break;
-		}
+		ret = conn_rx_next(c, &p->rc);
+		if (ret == 1)
+			break; /* nothing more to send now */
 		if (ret == -EAGAIN) {
 			if (!pump_starve(p))
 				continue;
@@ -460,7 +243,7 @@ static enum serve_result serve(struct pump *p, struct conn *c)
 	}
 	if (!budget)
 		res = SERVE_REQUEUE;
-	if (c->state == CONN_CLOSED && !(c->pending & PEND_RST)) {
+	if (conn_retirable(c)) {
 		retire(p, c);
 		res = SERVE_DONE;
 	}
@@ -529,16 +312,8 @@ static void handle_event(struct pump *p, const struct epoll_event *ev)
 		return;
 	}
 	pthread_mutex_lock(&c->lock);
-	if (!c->retired) {
-		if (ev->events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-			c->host_readable = true;
-		if (ev->events & EPOLLHUP)
-			c->host_hup = true;
-		if (ev->events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-			c->host_rdhup = true;
-		if (ev->events & EPOLLOUT)
-			c->want_flush = true;
-	}
+	if (!c->retired)
+		conn_host_event(c, ev->events);
 	pthread_mutex_unlock(&c->lock);
 	pump_enqueue(c);
 }
