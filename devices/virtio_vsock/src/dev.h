@@ -27,6 +27,7 @@
 #include "counters.h"
 #include "muxer.h"
 #include "packet.h"
+#include "rawq.h"
 #include "rxq.h"
 #include "skiff/vsock_dev.h"
 #include "virtqueue.h"
@@ -37,7 +38,6 @@
 #define DEV_MAX_PUMPS VSOCK_MAX_RX_THREADS
 #define DEV_MAX_PENDING_CONNECT 64u /* host sockets still writing CONNECT */
 #define DEV_CONNECT_LINE_MAX 32u /* "CONNECT <port>\n" must fit */
-#define DEV_RAW_MAX 256u /* RSTs owed for packets of no connection */
 #define TX_CHAIN_IOV 1024u
 #define DEV_TIMER_TICK_MS 250
 #define DEV_CONNECT_LINE_TIMEOUT_MS 2000 /* host client writing its CONNECT line */
@@ -132,13 +132,7 @@ struct vsock_dev {
 	struct rxq rx; /* the RX virtqueue and its pool of chains (rxq.h; its own lock) */
 	struct vq_irq tx_irq; /* how the TX queue's interrupt is raised (used_publish()) */
 
-	pthread_mutex_t raw_lock; /* protects raw, raw_n */
-	struct virtio_vsock_hdr raw[DEV_RAW_MAX]; /* conn-less replies, host order */
-	/*
-	 * Written under raw_lock, always with an atomic store: pump 0 reads it
-	 * without the lock to decide whether to sleep (pump_main()).
-	 */
-	unsigned int raw_n;
+	struct rawq raw; /* conn-less replies (RSTs) for pump 0 (rawq.h; its own lock) */
 
 	struct muxer mux;
 	struct conn_env cenv; /* what the connections need from the device (conn_new()) */
@@ -229,14 +223,7 @@ void dev_fd_close(struct vsock_dev *dev, int fd);
  */
 void dev_signal(void *opaque, unsigned int q);
 
-/*
- * dev_queue_raw() - owe the guest a conn-less packet (an RST answering a
- * packet of no connection). @h in host order. Dropped (and counted) when
- * DEV_RAW_MAX are already owed. Wakes pump 0.
- */
-void dev_queue_raw(struct vsock_dev *dev, const struct virtio_vsock_hdr *h);
-
-/* dev_reply_rst() - dev_queue_raw() of an RST answering guest packet @h. */
+/* dev_reply_rst() - rawq_put() of an RST answering guest packet @h. */
 void dev_reply_rst(struct vsock_dev *dev, const struct virtio_vsock_hdr *h);
 
 /* rx_pump.c */

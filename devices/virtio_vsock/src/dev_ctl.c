@@ -43,29 +43,12 @@ void dev_signal(void *opaque, unsigned int q)
 	}
 }
 
-void dev_queue_raw(struct vsock_dev *dev, const struct virtio_vsock_hdr *h)
-{
-	bool queued = false;
-
-	pthread_mutex_lock(&dev->raw_lock);
-	if (dev->raw_n < DEV_RAW_MAX) {
-		dev->raw[dev->raw_n] = *h;
-		__atomic_store_n(&dev->raw_n, dev->raw_n + 1, __ATOMIC_RELAXED);
-		queued = true;
-	}
-	pthread_mutex_unlock(&dev->raw_lock);
-	if (queued)
-		pump_wake(&dev->pumps[0]);
-	else
-		CTR_ADD(dev, dropped_pkts, 1);
-}
-
 void dev_reply_rst(struct vsock_dev *dev, const struct virtio_vsock_hdr *in)
 {
 	struct virtio_vsock_hdr h;
 
 	pkt_rst_reply(&h, in, in->type); /* @in: from the guest's CID to CID 2 (pkt_parse_tx()) */
-	dev_queue_raw(dev, &h);
+	rawq_put(&dev->raw, &h);
 }
 
 /* Write the TX batch (conn_tx_flush()), the pumps' wake-ups held until c->lock is let go. */
@@ -200,8 +183,8 @@ static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
 
 	e = pkt_parse_tx(ch, dev->cfg.guest_cid, dev_has_feature(dev, VIRTIO_VSOCK_F_SEQPACKET),
 			 &pkt);
-	if (e == PKT_ERR_DST_CID && route_cid_ok(dev, pkt.hdr.dst_cid)) {
-		route_tx(dev, ch, &pkt); /* valid, for another guest (router.c) */
+	if (e == PKT_ERR_DST_CID && route_cid_ok(dev->cfg.guest_cid, pkt.hdr.dst_cid)) {
+		route_tx(dev->route, ch, &pkt); /* valid, for another guest (router.c) */
 		return;
 	}
 	if (e != PKT_OK) {
@@ -217,8 +200,8 @@ static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
 			conn_put(c);
 		} else if ((e == PKT_ERR_TYPE || e == PKT_ERR_OP || e == PKT_ERR_LEN) &&
 			   pkt.hdr.src_cid == dev->cfg.guest_cid &&
-			   route_cid_ok(dev, pkt.hdr.dst_cid)) {
-			route_tx_bad(dev, &pkt.hdr); /* same rule for a guest-to-guest one */
+			   route_cid_ok(dev->cfg.guest_cid, pkt.hdr.dst_cid)) {
+			route_tx_bad(dev->route, &pkt.hdr); /* same rule for a guest-to-guest one */
 		}
 		return;
 	}
@@ -262,7 +245,7 @@ static bool process_tx(struct vsock_dev *dev)
 	bool more = false;
 
 	vq_disable_notify(&dev->txq);
-	while (budget && !route_tx_held(dev)) {
+	while (budget && !route_tx_held(dev->route)) {
 		int r;
 
 		dev->tx_chain.iov = dev->tx_iov;
@@ -611,7 +594,7 @@ static void *ctl_main(void *arg)
 			pump_rx_kicked(dev);
 		}
 		/* A packet for another guest waits for room: TX resumes once placed. */
-		if (route_tx_held(dev) && route_tx_retry(dev))
+		if (route_tx_held(dev->route) && route_tx_retry(dev->route))
 			tx_more = true;
 		if (tx_more)
 			tx_more = process_tx(dev);

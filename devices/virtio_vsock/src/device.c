@@ -148,6 +148,7 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct vsock_dev *dev;
+	struct route_link link;
 	struct vq_irq irq;
 	unsigned int i;
 	int ret;
@@ -195,7 +196,6 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	ret = mux_init(&dev->mux, dev->cfg.max_conns);
 	if (ret)
 		goto err_free;
-	pthread_mutex_init(&dev->raw_lock, NULL);
 	ret = killq_init(&dev->kq, NULL);
 	if (ret)
 		goto err; /* everything it undoes is in its initial state */
@@ -230,6 +230,9 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 		if (ret)
 			goto err;
 	}
+	ret = rawq_init(&dev->raw, &dev->ctr, dev->pumps[0].wake_fd);
+	if (ret)
+		goto err;
 	dev->ctl_epfd = epoll_create1(EPOLL_CLOEXEC);
 	dev->ctl_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	dev->src_wake.kind = SRC_WAKE;
@@ -246,7 +249,13 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 		/* -1 only loses the EMFILE refusal */
 		dev->spare_fd = uds_spare_open(dev->listen_fd);
 	}
-	ret = route_join(dev, cfg->group);
+	link = (struct route_link){ .cid = dev->cfg.guest_cid,
+				    .max_conns = dev->cfg.max_conns,
+				    .ctr = &dev->ctr,
+				    .raw = &dev->raw,
+				    .rx_wake_fd = dev->pumps[0].wake_fd,
+				    .tx_wake_fd = dev->ctl_wake_fd };
+	ret = route_join(&link, cfg->group, &dev->route);
 	if (ret) {
 		if (dev->listen_fd >= 0) {
 			close(dev->listen_fd);
@@ -256,7 +265,7 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	}
 	ret = lobby_start(dev);
 	if (ret) {
-		route_leave(dev);
+		route_leave(dev->route);
 		if (dev->listen_fd >= 0) {
 			close(dev->listen_fd);
 			unlink(dev->uds_path);
@@ -283,7 +292,7 @@ err:
 	killq_fini(&dev->kq);
 	free(dev->pumps);
 	rxq_fini(&dev->rx);
-	pthread_mutex_destroy(&dev->raw_lock);
+	rawq_fini(&dev->raw);
 	mux_fini(&dev->mux);
 err_free:
 	free(dev);
@@ -427,7 +436,7 @@ int vsock_dev_start(struct vsock_dev *dev)
 	if (ret)
 		lobby_start(dev);
 	else
-		route_online(dev);
+		route_online(dev->route, dev_has_feature(dev, VIRTIO_VSOCK_F_SEQPACKET));
 	return ret;
 }
 
@@ -436,7 +445,7 @@ int vsock_dev_stop(struct vsock_dev *dev, uint16_t last_avail[VSOCK_VQ_NUM])
 	unsigned int q;
 
 	dev_pause(dev, true);
-	route_offline(dev);
+	route_offline(dev->route);
 	if (last_avail)
 		for (q = 0; q < VSOCK_VQ_NUM; q++)
 			last_avail[q] = dev->vring[q].last_avail_idx;
@@ -497,7 +506,7 @@ static void dev_clear(struct vsock_dev *dev)
 		CTR_ADD(dev, conns_refused, 1);
 		close(fd);
 	}
-	__atomic_store_n(&dev->raw_n, 0, __ATOMIC_RELAXED);
+	rawq_clear(&dev->raw);
 	dev->rx.pool_n = 0;
 }
 
@@ -505,7 +514,7 @@ int vsock_dev_reset(struct vsock_dev *dev)
 {
 	dev_pause(dev, false);
 	lobby_stop(dev, false);
-	route_offline(dev);
+	route_offline(dev->route);
 	dev_clear(dev);
 	lobby_drop(dev);
 	lobby_start(dev); /* best effort, as in vsock_dev_stop() */
@@ -528,7 +537,8 @@ void vsock_dev_destroy(struct vsock_dev *dev)
 		return;
 	dev_pause(dev, false);
 	lobby_stop(dev, false);
-	route_leave(dev);
+	route_leave(dev->route);
+	dev->route = NULL;
 	dev_clear(dev);
 	lobby_drop(dev);
 	if (dev->lobby.wake_fd >= 0)
@@ -546,7 +556,7 @@ void vsock_dev_destroy(struct vsock_dev *dev)
 	killq_fini(&dev->kq);
 	free(dev->pumps);
 	rxq_fini(&dev->rx);
-	pthread_mutex_destroy(&dev->raw_lock);
+	rawq_fini(&dev->raw);
 	mux_fini(&dev->mux);
 	free(dev);
 	atomic_fetch_sub(&live_devices, 1);

@@ -271,23 +271,25 @@ static bool serve_raw(struct pump *p)
 
 		if (pump_starved(p))
 			return false;
-		pthread_mutex_lock(&dev->raw_lock);
-		if (!dev->raw_n) {
-			pthread_mutex_unlock(&dev->raw_lock);
+		if (!rawq_peek(&dev->raw, &h))
 			return true;
-		}
-		h = dev->raw[0];
-		pthread_mutex_unlock(&dev->raw_lock);
 		if (emit_hdr(p, &h)) {
 			if (!pump_starve(p))
 				continue;
 			return false;
 		}
-		pthread_mutex_lock(&dev->raw_lock);
-		memmove(&dev->raw[0], &dev->raw[1], (dev->raw_n - 1) * sizeof(dev->raw[0]));
-		__atomic_store_n(&dev->raw_n, dev->raw_n - 1, __ATOMIC_RELAXED);
-		pthread_mutex_unlock(&dev->raw_lock);
+		rawq_pop(&dev->raw);
 	}
+}
+
+/* Pump 0: then the packets other guests routed to this one (router.c). */
+static void serve_routed(struct pump *p)
+{
+	unsigned int budget = ROUTE_RX_BUDGET;
+
+	while (!pump_starved(p) && route_rx_serve(p->dev->route, &p->rc, &budget) == -EAGAIN &&
+	       !pump_starve(p))
+		;
 }
 
 static void free_zombies(struct pump *p)
@@ -360,7 +362,7 @@ static void serve_work(struct pump *p)
 		conn_put(c);
 	}
 	if (p->id == 0 && serve_raw(p))
-		route_rx_serve(p); /* packets from other guests (router.c) */
+		serve_routed(p);
 	rxq_flush(&p->rc);
 }
 
@@ -398,8 +400,7 @@ static void *pump_main(void *arg)
 		int n, i;
 
 		free_zombies(p);
-		raw = p->id == 0 &&
-		      (__atomic_load_n(&dev->raw_n, __ATOMIC_RELAXED) || route_rx_pending(dev));
+		raw = p->id == 0 && (rawq_pending(&dev->raw) || route_rx_pending(dev->route));
 		pthread_mutex_lock(&p->lock);
 		idle = !p->work_head && !(raw && !p->starved);
 		pthread_mutex_unlock(&p->lock);
