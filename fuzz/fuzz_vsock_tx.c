@@ -244,22 +244,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FZ_CHECK(vsock_dev_set_vring(dev, VSOCK_VQ_RX, &rx) == 0);
 	/* What dev_resume() does, minus the threads. */
 	FZ_CHECK(vq_setup(&dev->rx.vq, &dev->gm, &dev->vring[VSOCK_VQ_RX], dev->features) == 0);
-	FZ_CHECK(vq_setup(&dev->txq, &dev->gm, &dev->vring[VSOCK_VQ_TX], dev->features) == 0);
+	FZ_CHECK(vq_setup(&dev->ctl.txq, &dev->gm, &dev->vring[VSOCK_VQ_TX], dev->features) == 0);
 	rxq_start(&dev->rx, dev->features & (1ull << VIRTIO_VSOCK_F_MRG_RXBUF), 1);
 	dev->rx.batch = 4;
-	dev->next_host_port = HOST_PORT_MIN; /* same ports for the same input */
+	dev->ctl.next_host_port = HOST_PORT_MIN; /* same ports for the same input */
 
 	if (host & 1)
 		client = host_client(dev, host_port, hdata, hlen);
 
-	used0 = dev->txq.used_idx;
+	used0 = dev->ctl.txq.used_idx;
 	vsock_dev_get_counters(dev, &before);
 	for (i = 0; i < 4 && ctl_step_tx(dev); i++)
 		;
 	vsock_dev_get_counters(dev, &after);
 	/* Every chain taken is returned, whatever it held (unless the ring broke). */
-	if (!dev->txq.broken)
-		FZ_CHECK((uint16_t)(dev->txq.used_idx - used0) ==
+	if (!dev->ctl.txq.broken)
+		FZ_CHECK((uint16_t)(dev->ctl.txq.used_idx - used0) ==
 			 (uint16_t)(after.tx_pkts - before.tx_pkts));
 
 	if (host & 2) {

@@ -74,7 +74,7 @@ static void op_unlist(struct conn *c)
 
 static int op_credit_now(struct conn *c, const struct virtio_vsock_hdr *h)
 {
-	return rxq_send_hdr(&c->dev->ctl_rx, h);
+	return rxq_send_hdr(&c->dev->ctl.rx, h);
 }
 
 static int op_accepted(struct conn *c)
@@ -181,10 +181,10 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	if (dev->cfg.rx_threads > DEV_MAX_PUMPS)
 		dev->cfg.rx_threads = DEV_MAX_PUMPS;
 	dev->n_pumps = dev->cfg.rx_threads;
-	dev->listen_fd = dev->ctl_epfd = dev->ctl_wake_fd = -1;
+	dev->listen_fd = dev->ctl.epfd = dev->ctl.wake_fd = -1;
 	dev->lobby.wake_fd = -1;
 	dev->spare_fd = -1;
-	dev->next_host_port = HOST_PORT_MIN;
+	dev->ctl.next_host_port = HOST_PORT_MIN;
 	dev->features_offered = (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX) |
 				(1ull << VIRTIO_RING_F_INDIRECT_DESC) |
 				(1ull << VIRTIO_VSOCK_F_STREAM) |
@@ -207,7 +207,7 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 		goto err;
 	irq.q = VSOCK_VQ_TX;
 	dev->tx_irq = irq;
-	rxq_cache_init(&dev->ctl_rx, &dev->rx);
+	rxq_cache_init(&dev->ctl.rx, &dev->rx);
 	dev->cenv = (struct conn_env){ .ops = &dev_conn_ops,
 				       .dev = dev,
 				       .ctr = &dev->ctr,
@@ -233,12 +233,12 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	ret = rawq_init(&dev->raw, &dev->ctr, dev->pumps[0].wake_fd);
 	if (ret)
 		goto err;
-	dev->ctl_epfd = epoll_create1(EPOLL_CLOEXEC);
-	dev->ctl_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	dev->src_wake.kind = SRC_WAKE;
-	ev.data.ptr = &dev->src_wake;
-	if (dev->ctl_epfd < 0 || dev->ctl_wake_fd < 0 ||
-	    epoll_ctl(dev->ctl_epfd, EPOLL_CTL_ADD, dev->ctl_wake_fd, &ev)) {
+	dev->ctl.epfd = epoll_create1(EPOLL_CLOEXEC);
+	dev->ctl.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	dev->ctl.src_wake.kind = SRC_WAKE;
+	ev.data.ptr = &dev->ctl.src_wake;
+	if (dev->ctl.epfd < 0 || dev->ctl.wake_fd < 0 ||
+	    epoll_ctl(dev->ctl.epfd, EPOLL_CTL_ADD, dev->ctl.wake_fd, &ev)) {
 		ret = -errno;
 		goto err;
 	}
@@ -254,7 +254,7 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 				    .ctr = &dev->ctr,
 				    .raw = &dev->raw,
 				    .rx_wake_fd = dev->pumps[0].wake_fd,
-				    .tx_wake_fd = dev->ctl_wake_fd };
+				    .tx_wake_fd = dev->ctl.wake_fd };
 	ret = route_join(&link, cfg->group, &dev->route);
 	if (ret) {
 		if (dev->listen_fd >= 0) {
@@ -285,10 +285,10 @@ err:
 		for (i = 0; i < dev->n_pumps; i++)
 			if (dev->pumps[i].dev)
 				pump_fini(&dev->pumps[i]);
-	if (dev->ctl_epfd >= 0)
-		close(dev->ctl_epfd);
-	if (dev->ctl_wake_fd >= 0)
-		close(dev->ctl_wake_fd);
+	if (dev->ctl.epfd >= 0)
+		close(dev->ctl.epfd);
+	if (dev->ctl.wake_fd >= 0)
+		close(dev->ctl.wake_fd);
 	killq_fini(&dev->kq);
 	free(dev->pumps);
 	rxq_fini(&dev->rx);
@@ -337,8 +337,8 @@ static void dev_pause(struct vsock_dev *dev, bool give_back)
 		pump_stop(&dev->pumps[i]);
 	rx_return_all(dev, give_back);
 	dev->vring[VSOCK_VQ_RX].last_avail_idx = dev->rx.vq.last_avail;
-	dev->vring[VSOCK_VQ_TX].last_avail_idx = dev->txq.last_avail;
-	dev->vring[VSOCK_VQ_EVENT].last_avail_idx = dev->evq.last_avail;
+	dev->vring[VSOCK_VQ_TX].last_avail_idx = dev->ctl.txq.last_avail;
+	dev->vring[VSOCK_VQ_EVENT].last_avail_idx = dev->ctl.evq.last_avail;
 	dev->started = false;
 }
 
@@ -351,14 +351,14 @@ static int dev_resume(struct vsock_dev *dev)
 	    !dev->vring_set[VSOCK_VQ_RX] || !dev->vring_set[VSOCK_VQ_TX])
 		return -EINVAL;
 	if (vq_setup(&dev->rx.vq, &dev->gm, &dev->vring[VSOCK_VQ_RX], dev->features) ||
-	    vq_setup(&dev->txq, &dev->gm, &dev->vring[VSOCK_VQ_TX], dev->features))
+	    vq_setup(&dev->ctl.txq, &dev->gm, &dev->vring[VSOCK_VQ_TX], dev->features))
 		return -EINVAL;
-	memset(&dev->evq, 0, sizeof(dev->evq));
+	memset(&dev->ctl.evq, 0, sizeof(dev->ctl.evq));
 	if (dev->vring_set[VSOCK_VQ_EVENT] &&
-	    vq_setup(&dev->evq, &dev->gm, &dev->vring[VSOCK_VQ_EVENT], dev->features))
+	    vq_setup(&dev->ctl.evq, &dev->gm, &dev->vring[VSOCK_VQ_EVENT], dev->features))
 		return -EINVAL;
 	rxq_start(&dev->rx, dev_has_feature(dev, VIRTIO_VSOCK_F_MRG_RXBUF), dev->n_pumps);
-	dev->tx_broken_warned = false;
+	dev->ctl.tx_broken_warned = false;
 	atomic_store(&dev->stopping, false);
 	for (i = 0; i < dev->n_pumps; i++) {
 		ret = pump_start(dev, &dev->pumps[i]);
@@ -522,8 +522,8 @@ int vsock_dev_reset(struct vsock_dev *dev)
 	memset(dev->vring_set, 0, sizeof(dev->vring_set));
 	memset(dev->vring, 0, sizeof(dev->vring));
 	memset(&dev->rx.vq, 0, sizeof(dev->rx.vq));
-	memset(&dev->txq, 0, sizeof(dev->txq));
-	memset(&dev->evq, 0, sizeof(dev->evq));
+	memset(&dev->ctl.txq, 0, sizeof(dev->ctl.txq));
+	memset(&dev->ctl.evq, 0, sizeof(dev->ctl.evq));
 	memset(&dev->gm, 0, sizeof(dev->gm));
 	CTR_ADD(dev, dev_resets, 1);
 	return 0;
@@ -551,8 +551,8 @@ void vsock_dev_destroy(struct vsock_dev *dev)
 		close(dev->listen_fd);
 		unlink(dev->uds_path);
 	}
-	close(dev->ctl_epfd);
-	close(dev->ctl_wake_fd);
+	close(dev->ctl.epfd);
+	close(dev->ctl.wake_fd);
 	killq_fini(&dev->kq);
 	free(dev->pumps);
 	rxq_fini(&dev->rx);

@@ -28,6 +28,7 @@
 
 #include "conn.h"
 #include "dev.h"
+#include "pump.h"
 #include "dev_step.h"
 #include "iov.h"
 
