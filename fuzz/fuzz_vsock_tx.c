@@ -5,12 +5,12 @@
  * table and state machine (conn_handle_tx(): REQUEST, RESPONSE, RW with
  * credit and backlog, SHUTDOWN, RST, CREDIT_*), guest-initiated connects to
  * host Unix sockets, host-initiated CONNECT lines, and the credit updates
- * the control thread puts on the RX queue at once (rx_send_hdr_now()).
+ * the control thread puts on the RX queue at once (rxq_send_hdr()).
  *
  * Then, optionally, the way back: host peers write bytes and the RX pump
  * sends everything owed (RESPONSE, REQUEST, CREDIT_UPDATE, RW, SHUTDOWN,
- * RST) into the guest's RX chains (rx_pump.c serve(), emit_rw(),
- * rx_chains.c), mergeable or not.
+ * RST) into the guest's RX chains (rx_pump.c serve(), conn_rx_next(),
+ * rxq.c), mergeable or not.
  *
  * The fuzzer's thread stands in for the control thread and for pump 0,
  * through the library's own step functions (dev_step.h: ctl_step_tx(),

@@ -13,8 +13,9 @@
  *     epoll and sends every packet of those connections to the guest.
  *
  * Lock order: conn->lock first, then at most one of mux.lock, pump->lock,
- * rxq_lock, raw_lock, kq.lock (never two of those at once, never a
- * conn->lock while holding one of them). Each lock's field list is below.
+ * rx.lock, raw.lock, kq.lock (never two of those at once, never a
+ * conn->lock while holding one of them). Each lock's fields are in the
+ * header of its layer; README.md has the table.
  */
 #ifndef SKIFF_VSOCK_DEV_H_INTERNAL
 #define SKIFF_VSOCK_DEV_H_INTERNAL

@@ -2,8 +2,7 @@
 /*
  * The control thread: queue kicks, the TX queue (guest to host), and the
  * host side's listener with its CONNECT lines. Everything here runs on that
- * one thread, so dev->ctl.txq, dev->ctl.evq, dev->ctl.pending and dev->ctl.next_host_port
- * need no lock.
+ * one thread, so its state (struct ctl, ctl.h) needs no lock.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -485,7 +484,8 @@ static void accept_all(struct vsock_dev *dev)
 
 			if (!epoll_ctl(dev->ctl.epfd, EPOLL_CTL_MOD, dev->listen_fd, &ev)) {
 				dev->ctl.listen_paused = true;
-				dev->ctl.listen_retry_ms = killq_now(&dev->kq) + DEV_ACCEPT_BACKOFF_MS;
+				dev->ctl.listen_retry_ms =
+					killq_now(&dev->kq) + DEV_ACCEPT_BACKOFF_MS;
 				killq_arm(&dev->kq, dev->ctl.listen_retry_ms);
 			}
 			return;

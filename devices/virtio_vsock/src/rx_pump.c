@@ -6,9 +6,9 @@
  * (readv onto the chains' writable iovecs, no bounce buffer for streams),
  * and publishes the used entries and one interrupt per batch.
  *
- * Per connection the pump sends, in order: RST, REQUEST, RESPONSE,
- * CREDIT_UPDATE, data, SHUTDOWN; control packets therefore never wait
- * behind bulk data of their connection, and a connection gets at most
+ * Per connection the pump sends, in order (conn_rx_next()): RST, REQUEST,
+ * RESPONSE, CREDIT_UPDATE, data, SHUTDOWN; control packets therefore never
+ * wait behind bulk data of their connection, and a connection gets at most
  * PUMP_BUDGET packets before the others get their turn.
  *
  * When the RX queue has no buffers the pump marks itself starved and stops
@@ -251,7 +251,7 @@ static enum serve_result serve(struct pump *p, struct conn *c)
 	/*
 	 * The packets of @c go into the used ring before its lock is let go:
 	 * the control thread may put a CREDIT_UPDATE of @c on the RX queue at
-	 * once (conn_maybe_credit()), and the guest takes the fwd_cnt of every
+	 * once (conn_handle_tx(): struct conn_ops credit_now), and the guest takes the fwd_cnt of every
 	 * packet as it comes (Linux virtio_transport_space_update()), so a
 	 * packet of ours published after that update would take its credit
 	 * back, and a guest waiting for credit would wait forever.
