@@ -5,12 +5,12 @@
  * table and state machine (conn_handle_tx(): REQUEST, RESPONSE, RW with
  * credit and backlog, SHUTDOWN, RST, CREDIT_*), guest-initiated connects to
  * host Unix sockets, host-initiated CONNECT lines, and the credit updates
- * the control thread puts on the RX queue at once (rx_send_hdr_now()).
+ * the control thread puts on the RX queue at once (rxq_send_hdr()).
  *
  * Then, optionally, the way back: host peers write bytes and the RX pump
  * sends everything owed (RESPONSE, REQUEST, CREDIT_UPDATE, RW, SHUTDOWN,
- * RST) into the guest's RX chains (rx_pump.c serve(), emit_rw(),
- * rx_chains.c), mergeable or not.
+ * RST) into the guest's RX chains (rx_pump.c serve(), conn_rx_next(),
+ * rxq.c), mergeable or not.
  *
  * The fuzzer's thread stands in for the control thread and for pump 0,
  * through the library's own step functions (dev_step.h: ctl_step_tx(),
@@ -243,22 +243,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FZ_CHECK(vsock_dev_set_vring(dev, VSOCK_VQ_TX, &tx) == 0);
 	FZ_CHECK(vsock_dev_set_vring(dev, VSOCK_VQ_RX, &rx) == 0);
 	/* What dev_resume() does, minus the threads. */
-	FZ_CHECK(vq_setup(&dev->rxq, &dev->gm, &dev->vring[VSOCK_VQ_RX], dev->features) == 0);
-	FZ_CHECK(vq_setup(&dev->txq, &dev->gm, &dev->vring[VSOCK_VQ_TX], dev->features) == 0);
-	dev->rx_batch = 4;
-	dev->next_host_port = HOST_PORT_MIN; /* same ports for the same input */
+	FZ_CHECK(vq_setup(&dev->rx.vq, &dev->gm, &dev->vring[VSOCK_VQ_RX], dev->features) == 0);
+	FZ_CHECK(vq_setup(&dev->ctl.txq, &dev->gm, &dev->vring[VSOCK_VQ_TX], dev->features) == 0);
+	rxq_start(&dev->rx, dev->features & (1ull << VIRTIO_VSOCK_F_MRG_RXBUF), 1);
+	dev->rx.batch = 4;
+	dev->ctl.next_host_port = HOST_PORT_MIN; /* same ports for the same input */
 
 	if (host & 1)
 		client = host_client(dev, host_port, hdata, hlen);
 
-	used0 = dev->txq.used_idx;
+	used0 = dev->ctl.txq.used_idx;
 	vsock_dev_get_counters(dev, &before);
 	for (i = 0; i < 4 && ctl_step_tx(dev); i++)
 		;
 	vsock_dev_get_counters(dev, &after);
 	/* Every chain taken is returned, whatever it held (unless the ring broke). */
-	if (!dev->txq.broken)
-		FZ_CHECK((uint16_t)(dev->txq.used_idx - used0) ==
+	if (!dev->ctl.txq.broken)
+		FZ_CHECK((uint16_t)(dev->ctl.txq.used_idx - used0) ==
 			 (uint16_t)(after.tx_pkts - before.tx_pkts));
 
 	if (host & 2) {

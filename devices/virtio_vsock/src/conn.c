@@ -3,14 +3,19 @@
 #include "conn.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
-#include "dev.h"
-#include "rx_chains.h"
+#include "iov.h"
+
+#define PKT_IOV 256 /* iovecs of one RX packet */
+#define PKT_MAX_CHAINS 64 /* chains of one mergeable packet */
 
 /*
  * Let the host socket hold the whole window we advertise to the guest
@@ -32,8 +37,8 @@ static void host_sndbuf(int fd, uint32_t buf_alloc)
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
 }
 
-struct conn *conn_new(struct vsock_dev *dev, int fd, uint16_t type, uint32_t local_port,
-		      uint32_t peer_port, const struct virtio_vsock_hdr *req)
+struct conn *conn_new(const struct conn_env *env, struct pump *pump, int fd, uint16_t type,
+		      uint32_t local_port, uint32_t peer_port, const struct virtio_vsock_hdr *req)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 
@@ -43,15 +48,16 @@ struct conn *conn_new(struct vsock_dev *dev, int fd, uint16_t type, uint32_t loc
 		free(c);
 		return NULL;
 	}
-	c->dev = dev;
+	c->env = env;
+	c->dev = env->dev;
+	c->pump = pump;
 	c->fd = fd;
 	c->type = type;
 	c->local_port = local_port;
 	c->peer_port = peer_port;
 	c->refs = 1;
-	c->buf_alloc = dev->cfg.conn_buf_size;
+	c->buf_alloc = env->buf_alloc;
 	txbuf_init(&c->tx, c->buf_alloc, txbuf_rec_limit(c->buf_alloc));
-	c->pump = &dev->pumps[(local_port * 31u + peer_port) % dev->n_pumps];
 	host_sndbuf(fd, c->buf_alloc);
 	if (req) {
 		c->state = CONN_ESTABLISHED;
@@ -65,6 +71,15 @@ struct conn *conn_new(struct vsock_dev *dev, int fd, uint16_t type, uint32_t loc
 	return c;
 }
 
+void conn_set_prefix(struct conn *c, const void *buf, uint32_t len)
+{
+	if (len > sizeof(c->prefix))
+		len = sizeof(c->prefix);
+	memcpy(c->prefix, buf, len);
+	c->prefix_len = len;
+	c->prefix_off = 0;
+}
+
 void conn_get(struct conn *c)
 {
 	__atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
@@ -75,9 +90,9 @@ void conn_put(struct conn *c)
 	if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL))
 		return;
 	if (c->fd >= 0)
-		dev_fd_close(c->dev, c->fd);
+		c->env->ops->close_fd(c, c->fd);
 	if (c->counted)
-		CTR_ADD(c->dev, conns_closed, 1); /* its fd is closed now */
+		CTR(c->env->ctr, conns_closed, 1); /* its fd is closed now */
 	txbuf_release(&c->tx);
 	free(c->msg);
 	pthread_mutex_destroy(&c->lock);
@@ -98,7 +113,7 @@ void conn_fill_hdr(struct conn *c, struct virtio_vsock_hdr *h, uint16_t op, uint
 {
 	memset(h, 0, sizeof(*h));
 	h->src_cid = VSOCK_CID_HOST;
-	h->dst_cid = c->dev->cfg.guest_cid;
+	h->dst_cid = c->env->guest_cid;
 	h->src_port = c->local_port;
 	h->dst_port = c->peer_port;
 	h->len = len;
@@ -112,10 +127,16 @@ void conn_fill_hdr(struct conn *c, struct virtio_vsock_hdr *h, uint16_t op, uint
 
 void conn_schedule(struct conn *c)
 {
-	pump_enqueue(c);
+	c->env->ops->schedule(c);
 }
 
-void conn_maybe_credit(struct conn *c)
+/*
+ * A CREDIT_UPDATE when the guest's view of our free space got low (caller
+ * holds c->lock): with @now (the control thread) and nothing else owed, put
+ * on the RX queue at once (ops->credit_now); otherwise owed (PEND_CREDIT)
+ * and sent by the pump.
+ */
+static void maybe_credit(struct conn *c, bool now)
 {
 	uint32_t untold = c->g2h_fwd - c->g2h_fwd_told;
 	uint32_t view_free = c->buf_alloc - (c->g2h_recv - c->g2h_fwd_told);
@@ -138,12 +159,12 @@ void conn_maybe_credit(struct conn *c)
 		 * guest is waiting for it, and the pump hop costs two
 		 * wake-ups per credit window. Else the pump sends it.
 		 */
-		if (!c->pending && ctl_is_current(c->dev)) {
+		if (!c->pending && now) {
 			struct virtio_vsock_hdr h;
 			uint32_t told = c->g2h_fwd_told;
 
 			conn_fill_hdr(c, &h, VIRTIO_VSOCK_OP_CREDIT_UPDATE, 0, 0);
-			if (!rx_send_hdr_now(c->dev, &h))
+			if (!c->env->ops->credit_now(c, &h))
 				return;
 			c->g2h_fwd_told = told;
 		}
@@ -152,37 +173,27 @@ void conn_maybe_credit(struct conn *c)
 	}
 }
 
-int conn_describe(struct conn *c, char *buf, size_t len)
+int conn_describe(const struct conn *c, char *buf, size_t len)
 {
-	bool starved;
-	int n;
-
-	pthread_mutex_lock(&c->lock);
-	pthread_mutex_lock(&c->pump->lock);
-	starved = c->pump->starved;
-	pthread_mutex_unlock(&c->pump->lock);
-	n = snprintf(buf, len,
-		     "state %d pending %#x shut peer %#x local %#x; g2h buf_alloc %u recv %u "
-		     "fwd_cnt %u told %u backlog %u out_armed %d want_flush %d; h2g "
-		     "peer_buf_alloc %u peer_fwd_cnt %u sent %u credit %u readable %d eof %d; "
-		     "pump %u starved %d",
-		     (int)c->state, c->pending, c->peer_shut, c->local_shut, c->buf_alloc,
-		     c->g2h_recv, c->g2h_fwd, c->g2h_fwd_told, txbuf_len(&c->tx), c->out_armed,
-		     c->want_flush, c->peer_buf_alloc, c->peer_fwd_cnt, c->h2g_sent,
-		     conn_credit_avail(c), c->host_readable, c->host_eof, c->pump->id, starved);
-	pthread_mutex_unlock(&c->lock);
-	return n;
+	return snprintf(buf, len,
+			"state %d pending %#x shut peer %#x local %#x; g2h buf_alloc %u recv %u "
+			"fwd_cnt %u told %u backlog %u out_armed %d want_flush %d; h2g "
+			"peer_buf_alloc %u peer_fwd_cnt %u sent %u credit %u readable %d eof %d",
+			(int)c->state, c->pending, c->peer_shut, c->local_shut, c->buf_alloc,
+			c->g2h_recv, c->g2h_fwd, c->g2h_fwd_told, txbuf_len(&c->tx), c->out_armed,
+			c->want_flush, c->peer_buf_alloc, c->peer_fwd_cnt, c->h2g_sent,
+			conn_credit_avail(c), c->host_readable, c->host_eof);
 }
 
 void conn_opened(struct conn *c)
 {
 	c->counted = true;
-	CTR_ADD(c->dev, conns_opened, 1);
+	CTR(c->env->ctr, conns_opened, 1);
 }
 
 void conn_watch_deadline(struct conn *c, unsigned int ms)
 {
-	struct vsock_dev *dev = c->dev;
+	struct killq *kq = c->env->kq;
 
 	/* After our SHUTDOWN, a guest with data still to read gets longer. */
 	if (c->state == CONN_ESTABLISHED && c->peer_fwd_cnt != c->h2g_sent &&
@@ -190,13 +201,13 @@ void conn_watch_deadline(struct conn *c, unsigned int ms)
 		ms = DEV_STALL_TIMEOUT_MS;
 	c->deadline_fwd = c->peer_fwd_cnt;
 	conn_get(c); /* the queue's, if @c was not on it */
-	if (!killq_add(&dev->kq, &c->kq, killq_now(&dev->kq) + ms))
+	if (!killq_add(kq, &c->kq, killq_now(kq) + ms))
 		conn_put(c); /* it was: the caller holds another */
 }
 
 void conn_unwatch_deadline(struct conn *c)
 {
-	if (killq_remove(&c->dev->kq, &c->kq))
+	if (killq_remove(c->env->kq, &c->kq))
 		conn_put(c); /* the caller holds another: not the last */
 }
 
@@ -208,20 +219,18 @@ void conn_reset(struct conn *c, bool send_rst)
 	 * its REQUEST): attempts that never became a connection.
 	 */
 	if (c->state == CONN_HOST_CONNECTING || (c->pending & PEND_RESPONSE))
-		CTR_ADD(c->dev, conns_refused, 1);
+		CTR(c->env->ctr, conns_refused, 1);
 	else if (c->state == CONN_ESTABLISHED)
-		CTR_ADD(c->dev, conn_resets, 1);
+		CTR(c->env->ctr, conn_resets, 1);
 	conn_end(c, send_rst);
 }
 
 void conn_end(struct conn *c, bool send_rst)
 {
-	struct vsock_dev *dev = c->dev;
-
 	if (c->state == CONN_CLOSED)
 		return;
 	c->state = CONN_CLOSED;
-	mux_remove(&dev->mux, c);
+	c->env->ops->unlist(c);
 	conn_unwatch_deadline(c);
 	shutdown(c->fd, SHUT_RDWR);
 	txbuf_release(&c->tx);
@@ -243,7 +252,7 @@ static ssize_t send_iov(int fd, const struct iovec *iov, unsigned int n)
 static void delivered(struct conn *c, uint32_t n)
 {
 	c->g2h_fwd += n;
-	CTR_ADD(c->dev, tx_bytes, n);
+	CTR(c->env->ctr, tx_bytes, n);
 }
 
 /* After the backlog drained: pass on a guest half-close, or finish a close. */
@@ -301,28 +310,33 @@ static int stream_flush(struct conn *c)
 	return 0;
 }
 
-int conn_flush(struct conn *c)
+/* Write the backlog; @now: on the control thread (maybe_credit()). Return: 0 or -errno. */
+static int flush(struct conn *c, bool now)
 {
 	int left = c->type == VIRTIO_VSOCK_TYPE_SEQPACKET ? sq_flush(c) : stream_flush(c);
 	int r;
 
 	if (left < 0)
 		return left;
-	r = pump_set_out(c, left);
+	r = c->env->ops->set_out(c, left);
 	if (r)
 		return r;
-	conn_maybe_credit(c);
+	maybe_credit(c, now);
 	after_drain(c);
 	return 0;
 }
 
+int conn_flush(struct conn *c)
+{
+	return flush(c, false);
+}
+
 /*
- * Write the TX batch of @c (dev->txb.c == c; caller holds c->lock) and empty
+ * Write the TX batch of @c (b->c == c; caller holds c->lock) and empty
  * it, keeping b->c and its reference. Return: 0, or -errno (the caller resets).
  */
-static int batch_send(struct conn *c)
+static int batch_send(struct conn *c, struct tx_batch *b)
 {
-	struct tx_batch *b = &c->dev->txb;
 	uint32_t len = b->len;
 	ssize_t r = 0;
 	int ret = 0;
@@ -346,30 +360,28 @@ static int batch_send(struct conn *c)
 			goto out;
 		}
 		txbuf_append_iov(&c->tx, b->iov, b->n, (size_t)r, len - (uint32_t)r);
-		ret = pump_set_out(c, true);
+		ret = c->env->ops->set_out(c, true);
 		if (ret)
 			goto out;
 	}
-	conn_maybe_credit(c);
+	maybe_credit(c, true);
 out:
 	b->n = 0;
 	b->len = 0;
 	return ret;
 }
 
-void conn_tx_flush(struct vsock_dev *dev)
+void conn_tx_flush(struct tx_batch *b)
 {
-	struct conn *c = dev->txb.c;
+	struct conn *c = b->c;
 
 	if (!c)
 		return;
-	pump_defer_wakes();
 	pthread_mutex_lock(&c->lock);
-	if (batch_send(c))
+	if (batch_send(c, b))
 		conn_reset(c, true); /* EPIPE, ECONNRESET, ENOBUFS: this one only */
 	pthread_mutex_unlock(&c->lock);
-	pump_flush_wakes();
-	dev->txb.c = NULL;
+	b->c = NULL;
 	conn_put(c);
 }
 
@@ -378,14 +390,14 @@ void conn_tx_flush(struct vsock_dev *dev)
  * backlog is empty (sent by conn_tx_flush()), else written or queued now.
  * Return: 0 or -errno (reset).
  */
-static int rw_stream(struct conn *c, const struct iovec *p, unsigned int n, uint32_t len)
+static int rw_stream(struct conn *c, const struct iovec *p, unsigned int n, uint32_t len,
+		     struct tx_batch *b)
 {
-	struct tx_batch *b = &c->dev->txb;
 	ssize_t r = 0;
 	int ret;
 
 	if (b->c == c && (b->n + n > TXB_IOV || b->len + len > TXB_MAX_BYTES)) {
-		ret = batch_send(c);
+		ret = batch_send(c, b);
 		if (ret)
 			return ret;
 	}
@@ -411,7 +423,7 @@ static int rw_stream(struct conn *c, const struct iovec *p, unsigned int n, uint
 		if (txbuf_reserve(&c->tx, len - (uint32_t)r))
 			return -ENOBUFS;
 		txbuf_append_iov(&c->tx, p, n, (size_t)r, len - (uint32_t)r);
-		return pump_set_out(c, true);
+		return c->env->ops->set_out(c, true);
 	}
 	return 0;
 }
@@ -443,7 +455,7 @@ static int rw_seqpacket(struct conn *c, const struct iovec *p, unsigned int n, u
 		return -ENOBUFS;
 	if (!txbuf_msg_is_open(&c->tx)) {
 		if (!len && eom && txbuf_msg_empty(&c->tx))
-			return conn_flush(c);
+			return flush(c, true);
 		ret = txbuf_msg_open(&c->tx);
 		if (ret)
 			return ret;
@@ -451,24 +463,7 @@ static int rw_seqpacket(struct conn *c, const struct iovec *p, unsigned int n, u
 	txbuf_msg_append_iov(&c->tx, p, n, 0, len);
 	if (eom)
 		txbuf_msg_close(&c->tx);
-	return conn_flush(c);
-}
-
-/*
- * Write the "OK <port>\n" reply of a host-initiated connection. Return: 0;
- * -EPIPE or -ECONNRESET when the client will not read any more (it closed,
- * or shut down its reading side); -EIO or another -errno else.
- */
-static int send_ok(struct conn *c)
-{
-	char line[16];
-	size_t n = uds_format_ok(line, c->local_port);
-	struct iovec v = { line, n };
-	ssize_t r = send_iov(c->fd, &v, 1);
-
-	if (r < 0)
-		return (int)r;
-	return r == (ssize_t)n ? 0 : -EIO;
+	return flush(c, true);
 }
 
 /*
@@ -481,7 +476,7 @@ static int send_ok(struct conn *c)
  */
 static int host_accepted(struct conn *c)
 {
-	int ret = send_ok(c);
+	int ret = c->env->ops->accepted(c);
 
 	if (ret == -EPIPE || ret == -ECONNRESET)
 		c->host_hup = true; /* it reads no more: our SHUTDOWN will say RCV too */
@@ -494,12 +489,11 @@ static int host_accepted(struct conn *c)
 }
 
 void conn_handle_tx(struct conn *c, const struct virtio_vsock_hdr *h, const struct iovec *payload,
-		    unsigned int n_payload)
+		    unsigned int n_payload, struct tx_batch *b)
 {
 	uint32_t old_credit;
 	int ret = 0;
 
-	pump_defer_wakes();
 	pthread_mutex_lock(&c->lock);
 	if (c->state == CONN_CLOSED)
 		goto out;
@@ -514,7 +508,7 @@ void conn_handle_tx(struct conn *c, const struct virtio_vsock_hdr *h, const stru
 	case VIRTIO_VSOCK_OP_RST:
 		/* After a SHUTDOWN RCV|SEND either way it is the close handshake. */
 		if (c->state == CONN_ESTABLISHED &&
-		    ((c->peer_shut & 3u) == 3u || (c->local_shut & 3u) == 3u))
+		    (conn_shut_both(c->peer_shut) || conn_shut_both(c->local_shut)))
 			conn_end(c, false);
 		else
 			conn_reset(c, false);
@@ -538,7 +532,7 @@ void conn_handle_tx(struct conn *c, const struct virtio_vsock_hdr *h, const stru
 		c->peer_shut |= h->flags & (VIRTIO_VSOCK_SHUTDOWN_RCV | VIRTIO_VSOCK_SHUTDOWN_SEND);
 		if (h->flags & VIRTIO_VSOCK_SHUTDOWN_RCV)
 			shutdown(c->fd, SHUT_RD);
-		if ((c->peer_shut & 3u) == 3u)
+		if (conn_shut_both(c->peer_shut))
 			c->rst_when_drained = true;
 		after_drain(c);
 		if (c->state == CONN_ESTABLISHED)
@@ -548,7 +542,7 @@ void conn_handle_tx(struct conn *c, const struct virtio_vsock_hdr *h, const stru
 		if ((c->peer_shut & VIRTIO_VSOCK_SHUTDOWN_SEND) ||
 		    c->g2h_recv - c->g2h_fwd + h->len > c->buf_alloc) {
 			/* Data after SHUTDOWN SEND, or beyond the credit we gave. */
-			CTR_ADD(c->dev, malformed_pkts, 1);
+			CTR(c->env->ctr, malformed_pkts, 1);
 			conn_reset(c, true);
 			goto out;
 		}
@@ -556,12 +550,12 @@ void conn_handle_tx(struct conn *c, const struct virtio_vsock_hdr *h, const stru
 		if (c->type == VIRTIO_VSOCK_TYPE_SEQPACKET)
 			ret = rw_seqpacket(c, payload, n_payload, h->len, h->flags);
 		else
-			ret = rw_stream(c, payload, n_payload, h->len);
+			ret = rw_stream(c, payload, n_payload, h->len, b);
 		if (ret) {
 			conn_reset(c, true); /* EPIPE, ECONNRESET, ENOBUFS: this one only */
 			goto out;
 		}
-		conn_maybe_credit(c);
+		maybe_credit(c, true);
 		break;
 	case VIRTIO_VSOCK_OP_CREDIT_REQUEST:
 		c->pending |= PEND_CREDIT;
@@ -574,5 +568,307 @@ void conn_handle_tx(struct conn *c, const struct virtio_vsock_hdr *h, const stru
 		conn_schedule(c);
 out:
 	pthread_mutex_unlock(&c->lock);
-	pump_flush_wakes();
+}
+
+/* ---- host socket events and deadlines ---- */
+
+void conn_host_event(struct conn *c, uint32_t events)
+{
+	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		c->host_readable = true;
+	if (events & EPOLLHUP)
+		c->host_hup = true;
+	if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		c->host_rdhup = true;
+	if (events & EPOLLOUT)
+		c->want_flush = true;
+}
+
+/* Is @c still waiting for the guest? (caller holds c->lock) */
+static bool still_waiting(const struct conn *c)
+{
+	if (c->state == CONN_HOST_CONNECTING)
+		return true;
+	return c->state == CONN_ESTABLISHED && conn_shut_both(c->local_shut);
+}
+
+void conn_expire(struct conn *c, int64_t now)
+{
+	if (!still_waiting(c)) {
+		conn_unwatch_deadline(c);
+		return;
+	}
+	/*
+	 * After our SHUTDOWN, a guest still reading what we sent is not
+	 * late: the clock restarts whenever its fwd_cnt moved, with 2 s once
+	 * it consumed everything, 10 s while data is left (a guest that
+	 * stops reading is not kept forever).
+	 */
+	if (c->state == CONN_ESTABLISHED && c->peer_fwd_cnt != c->deadline_fwd) {
+		c->deadline_fwd = c->peer_fwd_cnt;
+		killq_set_deadline(c->env->kq, &c->kq,
+				   now + (c->peer_fwd_cnt == c->h2g_sent ? DEV_CLOSE_TIMEOUT_MS :
+									   DEV_STALL_TIMEOUT_MS));
+		return;
+	}
+	conn_reset(c, true); /* leaves the kill queue */
+}
+
+void conn_forget(struct conn *c)
+{
+	if (c->state == CONN_HOST_CONNECTING)
+		CTR(c->env->ctr, conns_refused, 1); /* its host client never got "OK" */
+	c->state = CONN_CLOSED;
+	c->pending = 0;
+}
+
+bool conn_retirable(const struct conn *c)
+{
+	return c->state == CONN_CLOSED && !(c->pending & PEND_RST);
+}
+
+/* ---- host to guest: the next RX packet ---- */
+
+/* Send a control packet. Return: 0, or -EAGAIN when out of RX buffers. */
+static int emit_ctl(struct conn *c, struct rxq_cache *rc, uint16_t op, uint32_t flags)
+{
+	struct virtio_vsock_hdr h;
+
+	if (!rxq_first_usable(rc, PKT_MAX_CHAINS))
+		return -EAGAIN;
+	conn_fill_hdr(c, &h, op, flags, 0);
+	rxq_put(rc, &h, 0);
+	return 0;
+}
+
+/* Host EOF on @c: owe the guest a SHUTDOWN once the data before it went out. */
+static void host_eof(struct conn *c)
+{
+	c->host_eof = true;
+	c->host_readable = false;
+	c->shut_to_send = VIRTIO_VSOCK_SHUTDOWN_SEND;
+	if (c->host_hup)
+		c->shut_to_send |= VIRTIO_VSOCK_SHUTDOWN_RCV;
+	c->pending |= PEND_SHUTDOWN;
+}
+
+static bool peer_gone(int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLRDHUP };
+
+	return poll(&pf, 1, 0) == 1 && (pf.revents & (POLLRDHUP | POLLHUP));
+}
+
+/*
+ * SEQPACKET: make sure one whole host message sits in c->msg.
+ * Return: 1 ready; 0 nothing to read (or EOF handled); -errno to reset.
+ */
+static int seq_fetch(struct conn *c)
+{
+	uint32_t cap = c->buf_alloc > 65536 ? c->buf_alloc : 65536;
+	ssize_t n;
+
+	if (c->msg_valid)
+		return 1;
+	n = recv(c->fd, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EINTR) {
+			c->host_readable = errno == EINTR;
+			return 0;
+		}
+		return -errno;
+	}
+	if (!n && peer_gone(c->fd)) {
+		host_eof(c);
+		return 0;
+	}
+	if ((size_t)n > cap)
+		return -EMSGSIZE;
+	if (!c->msg && !(c->msg = malloc(cap)))
+		return -ENOMEM;
+	do
+		n = recv(c->fd, c->msg, cap, MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	c->msg_len = (uint32_t)n;
+	c->msg_off = 0;
+	c->msg_valid = true;
+	return 1;
+}
+
+/*
+ * Read the host socket into @iov (@niov, @space bytes of room).
+ * Return: bytes read; 0 when nothing was (EAGAIN, EOF: noted, or a reset).
+ */
+static uint32_t host_read(struct conn *c, const struct iovec *iov, unsigned int niov,
+			  uint32_t space)
+{
+	ssize_t r;
+
+	do
+		r = readv(c->fd, iov, (int)niov);
+	while (r < 0 && errno == EINTR);
+	if (r < 0) {
+		if (errno == EAGAIN) {
+			c->host_readable = false;
+			return 0;
+		}
+		if (errno == ECONNRESET) {
+			/*
+			 * AF_UNIX: the client closed with bytes we wrote (its
+			 * "OK", or guest data) unread, after all it sent was
+			 * read. For the guest that is its close.
+			 */
+			c->host_hup = true;
+			host_eof(c);
+			return 0;
+		}
+		conn_reset(c, true);
+		return 0;
+	}
+	if (!r) {
+		if (space)
+			host_eof(c);
+		return 0;
+	}
+	/*
+	 * A short stream read drained the socket: the next byte comes with a
+	 * new edge. Not so for EOF already signalled: read on until read()
+	 * says 0.
+	 */
+	if ((uint32_t)r < space && !c->host_rdhup)
+		c->host_readable = false;
+	return (uint32_t)r;
+}
+
+/*
+ * Send one RW packet of @c. Sources, in order: the bytes that followed the
+ * CONNECT line, a buffered SEQPACKET message, the host socket (read in
+ * place). Return: 0 sent or nothing to send now; -EAGAIN out of RX buffers.
+ */
+static int emit_rw(struct conn *c, struct rxq_cache *rc)
+{
+	uint32_t want, space, n, flags = 0;
+	struct iovec iov[PKT_IOV];
+	unsigned int niov = 0;
+	const uint8_t *mem = NULL;
+	struct virtio_vsock_hdr h;
+	int room;
+
+	want = conn_credit_avail(c);
+	if (want > c->env->rx_pkt_max)
+		want = c->env->rx_pkt_max;
+	if (c->prefix_off < c->prefix_len) {
+		mem = c->prefix + c->prefix_off;
+		if (want > c->prefix_len - c->prefix_off)
+			want = c->prefix_len - c->prefix_off;
+	} else if (c->type == VIRTIO_VSOCK_TYPE_SEQPACKET) {
+		int ret = seq_fetch(c);
+
+		if (ret < 0) {
+			conn_reset(c, true);
+			return 0;
+		}
+		if (!ret)
+			return 0;
+		mem = c->msg + c->msg_off;
+		if (want >= c->msg_len - c->msg_off) {
+			want = c->msg_len - c->msg_off;
+			flags = VIRTIO_VSOCK_SEQ_EOM;
+		}
+	}
+	room = rxq_span(rc, want, PKT_MAX_CHAINS, iov, PKT_IOV, &niov);
+	if (room < 0)
+		return -EAGAIN;
+	space = (uint32_t)room;
+	if (!space && (want || !mem)) {
+		/* Room for the header only: this chain cannot carry data. */
+		rxq_drop_first(rc);
+		return 0;
+	}
+	if (mem && space < want) {
+		/* The packet will not hold the rest: a SEQPACKET fragment. */
+		flags = 0;
+		want = space;
+	}
+	if (mem)
+		n = (uint32_t)iov_write(iov, niov, 0, mem, want);
+	else
+		n = host_read(c, iov, niov, space);
+	if (!n && !(flags & VIRTIO_VSOCK_SEQ_EOM))
+		return 0;
+	conn_fill_hdr(c, &h, VIRTIO_VSOCK_OP_RW, flags, n);
+	rxq_put(rc, &h, n);
+	c->h2g_sent += n;
+	if (mem == c->prefix + c->prefix_off) {
+		c->prefix_off += n;
+	} else if (mem) {
+		c->msg_off += n;
+		if (flags & VIRTIO_VSOCK_SEQ_EOM)
+			c->msg_valid = false;
+	}
+	return 0;
+}
+
+static bool data_ready(const struct conn *c)
+{
+	if (c->state != CONN_ESTABLISHED || (c->local_shut & VIRTIO_VSOCK_SHUTDOWN_SEND) ||
+	    (c->peer_shut & VIRTIO_VSOCK_SHUTDOWN_RCV) || !conn_credit_avail(c))
+		return false;
+	return c->prefix_off < c->prefix_len || c->msg_valid || (c->host_readable && !c->host_eof);
+}
+
+bool conn_rx_wanted(const struct conn *c)
+{
+	return c->pending || data_ready(c);
+}
+
+int conn_rx_next(struct conn *c, struct rxq_cache *rc)
+{
+	int ret;
+
+	if (c->pending & PEND_RST) {
+		ret = emit_ctl(c, rc, VIRTIO_VSOCK_OP_RST, 0);
+		if (!ret)
+			c->pending = 0;
+	} else if (c->state == CONN_CLOSED) {
+		return 1;
+	} else if (c->pending & PEND_REQUEST) {
+		ret = emit_ctl(c, rc, VIRTIO_VSOCK_OP_REQUEST, 0);
+		if (!ret)
+			c->pending &= ~PEND_REQUEST;
+	} else if (c->state == CONN_HOST_CONNECTING) {
+		return 1;
+	} else if (c->pending & PEND_RESPONSE) {
+		ret = emit_ctl(c, rc, VIRTIO_VSOCK_OP_RESPONSE, 0);
+		if (!ret)
+			c->pending &= ~PEND_RESPONSE;
+	} else if (c->pending & PEND_CREDIT) {
+		ret = emit_ctl(c, rc, VIRTIO_VSOCK_OP_CREDIT_UPDATE, 0);
+		if (!ret)
+			c->pending &= ~PEND_CREDIT;
+	} else if (data_ready(c)) {
+		ret = emit_rw(c, rc);
+	} else if (c->pending & PEND_SHUTDOWN) {
+		ret = emit_ctl(c, rc, VIRTIO_VSOCK_OP_SHUTDOWN, c->shut_to_send);
+		if (!ret) {
+			c->pending &= ~PEND_SHUTDOWN;
+			c->local_shut |= c->shut_to_send;
+			if (conn_shut_both(c->local_shut))
+				conn_watch_deadline(c, DEV_CLOSE_TIMEOUT_MS);
+		}
+	} else {
+		return 1;
+	}
+	return ret;
+}
+
+void conn_want_flush(struct conn *c)
+{
+	if (!c->want_flush)
+		return;
+	c->want_flush = false;
+	if (c->state == CONN_ESTABLISHED && conn_flush(c))
+		conn_reset(c, true);
 }

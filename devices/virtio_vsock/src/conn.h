@@ -60,12 +60,23 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "counters.h"
 #include "killq.h"
 #include "packet.h"
+#include "rxq.h"
 #include "txbuf.h"
 
 struct vsock_dev;
 struct pump;
+struct conn;
+
+/* Timeouts (README "Limits and defaults"). */
+#define DEV_CONNECT_TIMEOUT_MS 2000 /* guest answer to a host-initiated REQUEST */
+#define DEV_CLOSE_TIMEOUT_MS 2000 /* guest RST after our SHUTDOWN RCV|SEND */
+#define DEV_STALL_TIMEOUT_MS 10000 /* ... while it still has our data unread and reads none */
+
+#define TXB_IOV 1024u /* iovecs of one batched TX sendmsg() (IOV_MAX) */
+#define TXB_MAX_BYTES (256u * 1024u) /* bytes of one batched TX sendmsg() */
 
 enum conn_state {
 	CONN_HOST_CONNECTING, /* host-initiated: REQUEST owed or sent, awaiting RESPONSE */
@@ -80,9 +91,85 @@ enum conn_state {
 #define PEND_CREDIT (1u << 3)
 #define PEND_SHUTDOWN (1u << 4) /* after data: flags in shut_to_send */
 
+#define CONN_SHUT_BOTH (VIRTIO_VSOCK_SHUTDOWN_RCV | VIRTIO_VSOCK_SHUTDOWN_SEND)
+
+/*
+ * conn_shut_both() - whether SHUTDOWN flags @flags say RCV and SEND: that
+ * side is closing and waits for an RST (the close handshake).
+ */
+static inline bool conn_shut_both(uint32_t flags)
+{
+	return (flags & CONN_SHUT_BOTH) == CONN_SHUT_BOTH;
+}
+
+/*
+ * What a connection needs from the layers above it (the pump, the table,
+ * the control thread, the device's fd budget), one const table per device
+ * (struct conn_env). The state machine calls these and nothing else above
+ * it; a unit test passes its own.
+ */
+struct conn_ops {
+	/*
+	 * schedule() - put @c on its pump's work list (a reference taken
+	 * while it is there) and wake the pump: it has packets to send or
+	 * host bytes to read. Any thread, c->lock may be held.
+	 */
+	void (*schedule)(struct conn *c);
+	/*
+	 * set_out() - add (re-arm: after EAGAIN, or bytes queued) or remove
+	 * the host socket's EPOLLOUT interest; caller holds c->lock.
+	 * Return: 0, or -errno when adding failed (the caller resets @c).
+	 */
+	int (*set_out)(struct conn *c, bool on);
+	/* unlist() - take @c out of the connection table (drops the table's reference). */
+	void (*unlist)(struct conn *c);
+	/*
+	 * credit_now() - put header-only packet @h (host order) on the RX
+	 * queue at once, from the control thread. Return: 0; -EAGAIN when no
+	 * RX chain is at hand (the pump sends it then).
+	 */
+	int (*credit_now)(struct conn *c, const struct virtio_vsock_hdr *h);
+	/*
+	 * accepted() - the guest accepted host-initiated @c: tell the host
+	 * client (the hybrid protocol's "OK <port>" line). Return: 0;
+	 * -EPIPE or -ECONNRESET when the client reads no more; another
+	 * -errno (the caller resets @c).
+	 */
+	int (*accepted)(struct conn *c);
+	/* close_fd() - the last reference went: close host fd @fd (and uncount it). */
+	void (*close_fd)(struct conn *c, int fd);
+};
+
+/* What every connection of one device shares: set at create, then read-only. */
+struct conn_env {
+	const struct conn_ops *ops;
+	struct vsock_dev *dev; /* for the ops; conn.c never looks inside */
+	struct dev_counters *ctr;
+	struct killq *kq; /* deadlines (the control thread's timerfd) */
+	uint64_t guest_cid;
+	uint32_t buf_alloc; /* conn_buf_size: our buf_alloc, the backlog size */
+	uint32_t rx_pkt_max; /* payload of one RX packet, at most */
+};
+
+/*
+ * RW payload of consecutive guest packets of one STREAM connection, still in
+ * guest memory, written to the host socket with one sendmsg() when a packet
+ * of another kind or connection comes, when full, and always before the TX
+ * used entries of those packets are published (the guest may reuse the
+ * buffers then). The control thread's (it passes its own to
+ * conn_handle_tx() and conn_tx_flush()).
+ */
+struct tx_batch {
+	struct conn *c; /* holds a reference; NULL: no batch */
+	unsigned int n;
+	uint32_t len;
+	struct iovec iov[TXB_IOV];
+};
+
 struct conn {
 	/* Immutable after conn_new(). */
-	struct vsock_dev *dev;
+	const struct conn_env *env;
+	struct vsock_dev *dev; /* env->dev */
 	struct pump *pump; /* owner: sends every packet of this connection */
 	uint32_t local_port; /* host side (dst_port of guest packets) */
 	uint32_t peer_port; /* guest side */
@@ -91,7 +178,7 @@ struct conn {
 
 	int refs; /* atomic: table, pump ownership, work list, lookups */
 
-	pthread_mutex_t lock; /* protects everything below */
+	pthread_mutex_t lock; /* protects everything below but the fields marked otherwise */
 	enum conn_state state;
 	uint32_t pending; /* PEND_* */
 	uint32_t shut_to_send; /* SHUTDOWN flags owed to the guest */
@@ -102,18 +189,19 @@ struct conn {
 	bool host_hup; /* host peer closed entirely (EPOLLHUP) */
 	bool host_rdhup; /* host peer stopped writing (EPOLLRDHUP/HUP/ERR seen) */
 	bool want_flush; /* EPOLLOUT seen: write the backlog */
-	bool out_armed; /* EPOLLOUT in the pump's interest set */
 	bool rst_when_drained; /* guest sent SHUTDOWN RCV|SEND: RST after the backlog */
+	/* The pump's bookkeeping (rx_pump.c), under c->lock unless said otherwise. */
+	bool out_armed; /* EPOLLOUT in the pump's interest set */
 	bool retired; /* removed from the pump's epoll */
 	bool on_work; /* on pump->work or pump->blocked (pump->lock) */
 	struct conn *work_next; /* pump->lock */
 	struct conn *zombie_next; /* owning pump thread only */
-	struct conn *hash_next; /* muxer lock */
-	struct killq_entry kq; /* dev->kq.lock: a deadline (killq.h); queued with a ref */
+	struct conn *hash_next; /* muxer lock (muxer.c) */
+	bool in_table; /* muxer lock (muxer.c) */
+	struct killq_entry kq; /* env->kq's lock: a deadline (killq.h); queued with a ref */
 	struct conn *due_next; /* control thread: timer_tick()'s list of expired ones */
 	bool counted; /* in conns_opened: conns_closed counts its fd's close */
-	uint32_t deadline_fwd; /* c->lock; guest fwd_cnt when the deadline was last set */
-	bool in_table; /* muxer lock */
+	uint32_t deadline_fwd; /* guest fwd_cnt when the deadline was last set */
 
 	/* Guest-to-host credit (we are the receiver). */
 	uint32_t buf_alloc; /* what we advertise */
@@ -153,53 +241,101 @@ static inline struct conn *conn_of_kq(struct killq_entry *e)
 /*
  * conn_new() - a connection with one reference (the caller's), state
  * ESTABLISHED (guest-initiated, RESPONSE pending) or HOST_CONNECTING
- * (REQUEST pending). @hdr: the guest's REQUEST (credit and ports), or NULL
- * for host-initiated. Takes ownership of @fd on success.
+ * (REQUEST pending), owned by pump @pump (opaque here). @req: the guest's
+ * REQUEST (credit and ports), or NULL for host-initiated. The host socket's
+ * SO_SNDBUF is raised to hold buf_alloc. Takes ownership of @fd on success.
  * Return: the connection or NULL (-ENOMEM).
  */
-struct conn *conn_new(struct vsock_dev *dev, int fd, uint16_t type, uint32_t local_port,
-		      uint32_t peer_port, const struct virtio_vsock_hdr *req);
+struct conn *conn_new(const struct conn_env *env, struct pump *pump, int fd, uint16_t type,
+		      uint32_t local_port, uint32_t peer_port, const struct virtio_vsock_hdr *req);
+
+/*
+ * conn_set_prefix() - bytes (@len <= 32) that followed the host client's
+ * CONNECT line: sent to the guest before anything read from the socket.
+ * Before @c is shared.
+ */
+void conn_set_prefix(struct conn *c, const void *buf, uint32_t len);
 
 void conn_get(struct conn *c);
-/* conn_put() - drop a reference; the last one closes the fd and frees. */
+/* conn_put() - drop a reference; the last one closes the fd (ops->close_fd) and frees. */
 void conn_put(struct conn *c);
 
 /*
  * conn_credit_avail() - bytes we may send to the guest now (caller holds
- * c->lock): peer_buf_alloc - (h2g_sent - peer_fwd_cnt), 0 when the guest's
- * counters claim more than it allowed.
+ * c->lock): peer_buf_alloc - (h2g_sent - peer_fwd_cnt), u32 modulo 2^32, 0
+ * when the guest's counters claim more than it allowed.
  */
 uint32_t conn_credit_avail(const struct conn *c);
 
 /*
  * conn_handle_tx() - one validated guest packet for connection @c (control
  * thread; takes c->lock). @payload/@n_payload: the payload bytes (hdr.len of
- * them) in guest memory. Writes RW payload to the host socket or the
- * backlog, updates credit, and schedules replies on the owning pump.
+ * them) in guest memory. STREAM RW payload joins the control thread's batch
+ * @b while the backlog is empty (written by conn_tx_flush()); else it is
+ * written to the host socket or the backlog. Updates credit, and schedules
+ * replies on the owning pump (ops->schedule; the caller may defer the
+ * wake-ups around the call).
  */
 void conn_handle_tx(struct conn *c, const struct virtio_vsock_hdr *h, const struct iovec *payload,
-		    unsigned int n_payload);
+		    unsigned int n_payload, struct tx_batch *b);
 
 /*
- * conn_tx_flush() - write the control thread's pending TX batch
- * (dev->txb) to its host socket; what the socket does not take goes to the
- * backlog; a write error resets that connection. Control thread only; takes
- * the connection's lock. No-op without a batch.
+ * conn_tx_flush() - write batch @b to its connection's host socket; what the
+ * socket does not take goes to the backlog; a write error resets that
+ * connection. Control thread; takes the connection's lock. No-op without a
+ * batch; @b is empty after.
  */
-void conn_tx_flush(struct vsock_dev *dev);
+void conn_tx_flush(struct tx_batch *b);
 
 /*
- * conn_flush() - write the backlog to the host socket (caller holds
- * c->lock). Return: 0, or -errno of a fatal write error (the caller resets).
+ * conn_flush() - EPOLLOUT on the host socket: write the backlog (pump;
+ * caller holds c->lock). Return: 0, or -errno of a fatal write error (the
+ * caller resets).
  */
 int conn_flush(struct conn *c);
 
 /*
+ * conn_want_flush() - when EPOLLOUT was seen (conn_host_event()), write the
+ * backlog (conn_flush()), resetting @c on a fatal error (pump; caller holds
+ * c->lock).
+ */
+void conn_want_flush(struct conn *c);
+
+/*
+ * conn_host_event() - the pump saw epoll events @events (EPOLLIN, EPOLLOUT,
+ * EPOLLRDHUP, EPOLLHUP, EPOLLERR) on @c's host socket: note them (caller
+ * holds c->lock); the pump then serves @c.
+ */
+void conn_host_event(struct conn *c, uint32_t events);
+
+/*
+ * conn_rx_wanted() - whether @c has a packet for the guest now: a pending
+ * kind or data it may send (caller holds c->lock).
+ */
+bool conn_rx_wanted(const struct conn *c);
+
+/*
+ * conn_rx_next() - put @c's next packet on the RX queue through @rc, in the
+ * order RST, REQUEST, RESPONSE, CREDIT_UPDATE, data, SHUTDOWN (caller holds
+ * c->lock; pump thread). Data: from the bytes after the CONNECT line, a
+ * buffered SEQPACKET message, or the host socket read straight into the RX
+ * chains, within the guest's credit. A host socket error or a SEQPACKET
+ * message too large resets @c; EOF owes a SHUTDOWN.
+ * Return: 0 a step was made (call again, within a budget); 1 nothing more
+ * to send now; -EAGAIN out of RX buffers (nothing lost: call again when
+ * there are).
+ */
+int conn_rx_next(struct conn *c, struct rxq_cache *rc);
+
+/* conn_retirable() - @c is closed and owes nothing: its pump may retire it (c->lock held). */
+bool conn_retirable(const struct conn *c);
+
+/*
  * conn_watch_deadline() - give @c a deadline of @ms from now for its current
- * waiting state (HOST_CONNECTING, or our SHUTDOWN RCV|SEND sent); when it is
- * still in that state then, the control thread resets it (timer_tick()).
- * While on the kill queue (dev->kq, killq.h), @c holds a reference for it.
- * Caller holds c->lock.
+ * waiting state (HOST_CONNECTING, or our SHUTDOWN RCV|SEND sent; with data
+ * of ours unread then at least DEV_STALL_TIMEOUT_MS); when it is still in
+ * that state then, conn_expire() resets it. While on the kill queue
+ * (env->kq, killq.h), @c holds a reference for it. Caller holds c->lock.
  */
 void conn_watch_deadline(struct conn *c, unsigned int ms);
 /*
@@ -209,6 +345,14 @@ void conn_watch_deadline(struct conn *c, unsigned int ms);
  */
 void conn_unwatch_deadline(struct conn *c);
 /*
+ * conn_expire() - @c's deadline passed at @now_ms (killq time; caller holds
+ * c->lock): no longer waiting, it leaves the kill queue; after our SHUTDOWN
+ * with the guest's fwd_cnt moved since, the clock restarts
+ * (DEV_CLOSE_TIMEOUT_MS once all is read, DEV_STALL_TIMEOUT_MS while data
+ * is left); else @c is reset (RST).
+ */
+void conn_expire(struct conn *c, int64_t now_ms);
+/*
  * conn_reset() - close @c because of an error or an abortive guest RST
  * (caller holds c->lock): out of the table and the kill queue, host fd shut
  * down both ways, backlog dropped, state CLOSED; an RST is owed to the guest
@@ -217,20 +361,25 @@ void conn_unwatch_deadline(struct conn *c);
  */
 void conn_reset(struct conn *c, bool send_rst);
 /*
- * conn_describe() - one line of @c's state for a diagnostic (takes c->lock):
- * state, pending kinds, shutdown flags, both credit directions (ours:
- * buf_alloc, bytes received, fwd_cnt and the fwd_cnt the guest was last
- * told, backlog bytes; the guest's: buf_alloc, fwd_cnt, bytes sent, credit
- * left), host socket flags, the pump and whether it waits for RX buffers.
- * Return: as snprintf().
+ * conn_forget() - the device is reset or destroyed (threads stopped; caller
+ * holds c->lock): CLOSED, nothing owed; a host client never accepted counts
+ * in conns_refused.
  */
-int conn_describe(struct conn *c, char *buf, size_t len);
+void conn_forget(struct conn *c);
+/*
+ * conn_describe() - one line of @c's state for a diagnostic (caller holds
+ * c->lock): state, pending kinds, shutdown flags, both credit directions
+ * (ours: buf_alloc, bytes received, fwd_cnt and the fwd_cnt the guest was
+ * last told, backlog bytes; the guest's: buf_alloc, fwd_cnt, bytes sent,
+ * credit left), host socket flags. Return: as snprintf().
+ */
+int conn_describe(const struct conn *c, char *buf, size_t len);
 /* conn_opened() - @c is in the table: count it in conns_opened (and its fd's close in conns_closed). */
 void conn_opened(struct conn *c);
 /* conn_end() - conn_reset() of the normal close handshake: counted nowhere. */
 void conn_end(struct conn *c, bool send_rst);
 
-/* conn_schedule() - put @c on its pump's work list and wake the pump. */
+/* conn_schedule() - ops->schedule(): put @c on its pump's work list and wake the pump. */
 void conn_schedule(struct conn *c);
 
 /*
@@ -239,13 +388,5 @@ void conn_schedule(struct conn *c);
  */
 void conn_fill_hdr(struct conn *c, struct virtio_vsock_hdr *h, uint16_t op, uint32_t flags,
 		   uint32_t len);
-
-/*
- * conn_maybe_credit() - a CREDIT_UPDATE when the guest's view of our free
- * space got low (caller holds c->lock): on the control thread, with nothing
- * else owed, put on the RX queue at once (rx_send_hdr_now()); otherwise
- * owed (PEND_CREDIT) and sent by the pump.
- */
-void conn_maybe_credit(struct conn *c);
 
 #endif

@@ -2,8 +2,7 @@
 /*
  * The control thread: queue kicks, the TX queue (guest to host), and the
  * host side's listener with its CONNECT lines. Everything here runs on that
- * one thread, so dev->txq, dev->evq, dev->pending and dev->next_host_port
- * need no lock.
+ * one thread, so its state (struct ctl, ctl.h) needs no lock.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "ctl.h"
 #include "dev.h"
 #include "dev_step.h"
 #include "iov.h"
@@ -29,8 +29,10 @@ bool ctl_is_current(const struct vsock_dev *dev)
 	return tls_ctl_dev == dev;
 }
 
-void dev_signal(struct vsock_dev *dev, unsigned int q)
+void dev_signal(void *opaque, unsigned int q)
 {
+	struct vsock_dev *dev = opaque;
+
 	if (dev->cfg.notify) {
 		dev->cfg.notify(dev->cfg.notify_opaque, q);
 	} else if (dev->vring[q].call_fd >= 0) {
@@ -41,62 +43,22 @@ void dev_signal(struct vsock_dev *dev, unsigned int q)
 	}
 }
 
-void dev_queue_raw(struct vsock_dev *dev, const struct virtio_vsock_hdr *h)
-{
-	bool queued = false;
-
-	pthread_mutex_lock(&dev->raw_lock);
-	if (dev->raw_n < DEV_RAW_MAX) {
-		dev->raw[dev->raw_n] = *h;
-		__atomic_store_n(&dev->raw_n, dev->raw_n + 1, __ATOMIC_RELAXED);
-		queued = true;
-	}
-	pthread_mutex_unlock(&dev->raw_lock);
-	if (queued)
-		pump_wake(&dev->pumps[0]);
-	else
-		CTR_ADD(dev, dropped_pkts, 1);
-}
-
 void dev_reply_rst(struct vsock_dev *dev, const struct virtio_vsock_hdr *in)
 {
 	struct virtio_vsock_hdr h;
 
 	pkt_rst_reply(&h, in, in->type); /* @in: from the guest's CID to CID 2 (pkt_parse_tx()) */
-	dev_queue_raw(dev, &h);
+	rawq_put(&dev->raw, &h);
 }
 
-/* Is @c still waiting for the guest? (caller holds c->lock) */
-static bool still_waiting(const struct conn *c)
+/* Write the TX batch (conn_tx_flush()), the pumps' wake-ups held until c->lock is let go. */
+static void ctl_tx_flush(struct vsock_dev *dev)
 {
-	if (c->state == CONN_HOST_CONNECTING)
-		return true;
-	return c->state == CONN_ESTABLISHED && (c->local_shut & 3u) == 3u;
-}
-
-/* @c's deadline passed (caller holds c->lock): reset it, or give it more time. */
-static void deadline_passed(struct conn *c, int64_t now)
-{
-	struct vsock_dev *dev = c->dev;
-
-	if (!still_waiting(c)) {
-		conn_unwatch_deadline(c);
+	if (!dev->ctl.txb.c)
 		return;
-	}
-	/*
-	 * After our SHUTDOWN, a guest still reading what we sent is not
-	 * late: the clock restarts whenever its fwd_cnt moved, with 2 s once
-	 * it consumed everything, 10 s while data is left (a guest that
-	 * stops reading is not kept forever).
-	 */
-	if (c->state == CONN_ESTABLISHED && c->peer_fwd_cnt != c->deadline_fwd) {
-		c->deadline_fwd = c->peer_fwd_cnt;
-		killq_set_deadline(&dev->kq, &c->kq,
-				   now + (c->peer_fwd_cnt == c->h2g_sent ? DEV_CLOSE_TIMEOUT_MS :
-									   DEV_STALL_TIMEOUT_MS));
-		return;
-	}
-	conn_reset(c, true); /* leaves the kill queue */
+	pump_defer_wakes();
+	conn_tx_flush(&dev->ctl.txb);
+	pump_flush_wakes();
 }
 
 /* killq_fired() callback (under the kill queue's lock): @e is due, keep it for timer_tick(). */
@@ -124,22 +86,22 @@ static void timer_tick(struct vsock_dev *dev)
 		c = due;
 		due = c->due_next;
 		pthread_mutex_lock(&c->lock);
-		deadline_passed(c, now);
+		conn_expire(c, now);
 		pthread_mutex_unlock(&c->lock);
 		conn_put(c);
 	}
 	next = ctl_expire_pending(dev, now);
-	if (dev->listen_paused && now >= dev->listen_retry_ms) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dev->src_listen };
+	if (dev->ctl.listen_paused && now >= dev->ctl.listen_retry_ms) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dev->ctl.src_listen };
 
 		/* Out of fds a while ago: try the listener again. */
-		if (!epoll_ctl(dev->ctl_epfd, EPOLL_CTL_MOD, dev->listen_fd, &ev))
-			dev->listen_paused = false;
+		if (!epoll_ctl(dev->ctl.epfd, EPOLL_CTL_MOD, dev->listen_fd, &ev))
+			dev->ctl.listen_paused = false;
 		else
-			dev->listen_retry_ms = now + DEV_ACCEPT_BACKOFF_MS;
+			dev->ctl.listen_retry_ms = now + DEV_ACCEPT_BACKOFF_MS;
 	}
-	if (dev->listen_paused && dev->listen_retry_ms < next)
-		next = dev->listen_retry_ms;
+	if (dev->ctl.listen_paused && dev->ctl.listen_retry_ms < next)
+		next = dev->ctl.listen_retry_ms;
 	killq_rearm(&dev->kq, next);
 }
 
@@ -190,7 +152,8 @@ static void guest_connect(struct vsock_dev *dev, const struct virtio_vsock_hdr *
 		refuse_request(dev, h);
 		return;
 	}
-	c = conn_new(dev, fd, h->type, h->dst_port, h->src_port, h);
+	c = conn_new(&dev->cenv, dev_pump_of(dev, h->dst_port, h->src_port), fd, h->type,
+		     h->dst_port, h->src_port, h);
 	if (!c) {
 		dev_fd_close(dev, fd);
 		refuse_request(dev, h);
@@ -220,12 +183,12 @@ static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
 
 	e = pkt_parse_tx(ch, dev->cfg.guest_cid, dev_has_feature(dev, VIRTIO_VSOCK_F_SEQPACKET),
 			 &pkt);
-	if (e == PKT_ERR_DST_CID && route_cid_ok(dev, pkt.hdr.dst_cid)) {
-		route_tx(dev, ch, &pkt); /* valid, for another guest (router.c) */
+	if (e == PKT_ERR_DST_CID && route_cid_ok(dev->cfg.guest_cid, pkt.hdr.dst_cid)) {
+		route_tx(dev->route, ch, &pkt); /* valid, for another guest (router.c) */
 		return;
 	}
 	if (e != PKT_OK) {
-		conn_tx_flush(dev);
+		ctl_tx_flush(dev);
 		CTR_ADD(dev, malformed_pkts, 1);
 		/* A bad packet that names a live connection resets that one. */
 		if ((e == PKT_ERR_TYPE || e == PKT_ERR_OP || e == PKT_ERR_LEN) &&
@@ -237,17 +200,17 @@ static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
 			conn_put(c);
 		} else if ((e == PKT_ERR_TYPE || e == PKT_ERR_OP || e == PKT_ERR_LEN) &&
 			   pkt.hdr.src_cid == dev->cfg.guest_cid &&
-			   route_cid_ok(dev, pkt.hdr.dst_cid)) {
-			route_tx_bad(dev, &pkt.hdr); /* same rule for a guest-to-guest one */
+			   route_cid_ok(dev->cfg.guest_cid, pkt.hdr.dst_cid)) {
+			route_tx_bad(dev->route, &pkt.hdr); /* same rule for a guest-to-guest one */
 		}
 		return;
 	}
-	n = iov_slice(ch->iov, ch->n_out, pkt.payload_off, pkt.hdr.len, dev->tx_payload,
+	n = iov_slice(ch->iov, ch->n_out, pkt.payload_off, pkt.hdr.len, dev->ctl.tx_payload,
 		      TX_CHAIN_IOV);
 	c = mux_lookup(&dev->mux, pkt.hdr.dst_port, pkt.hdr.src_port);
 	/* The batch goes first: it holds earlier bytes, and of one connection only. */
-	if (dev->txb.c && (c != dev->txb.c || pkt.hdr.op != VIRTIO_VSOCK_OP_RW))
-		conn_tx_flush(dev);
+	if (dev->ctl.txb.c && (c != dev->ctl.txb.c || pkt.hdr.op != VIRTIO_VSOCK_OP_RW))
+		ctl_tx_flush(dev);
 	if (!c) {
 		if (pkt.hdr.op == VIRTIO_VSOCK_OP_REQUEST) {
 			guest_connect(dev, &pkt.hdr);
@@ -259,23 +222,19 @@ static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
 		}
 		return;
 	}
-	conn_handle_tx(c, &pkt.hdr, dev->tx_payload, n);
+	pump_defer_wakes(); /* until c->lock is let go: see pump_defer_wakes() */
+	conn_handle_tx(c, &pkt.hdr, dev->ctl.tx_payload, n, &dev->ctl.txb);
+	pump_flush_wakes();
 	conn_put(c);
 }
 
 static void tx_publish(struct vsock_dev *dev, struct vring_used_elem *used, unsigned int *n)
 {
-	conn_tx_flush(dev); /* the guest may reuse the buffers once they are used */
+	ctl_tx_flush(dev); /* the guest may reuse the buffers once they are used */
 	if (!*n)
 		return;
-	vq_push_batch(&dev->txq, used, *n);
+	used_publish(&dev->ctl.txq, NULL, used, *n, true, &dev->tx_irq);
 	*n = 0;
-	if (vq_need_notify(&dev->txq)) {
-		CTR_ADD(dev, irqs_sent, 1);
-		dev_signal(dev, VSOCK_VQ_TX);
-	} else {
-		CTR_ADD(dev, irqs_suppressed, 1);
-	}
 }
 
 /* Process the TX queue. Return: true when chains are left (budget used up). */
@@ -285,23 +244,23 @@ static bool process_tx(struct vsock_dev *dev)
 	unsigned int n_used = 0, budget = TX_BUDGET;
 	bool more = false;
 
-	vq_disable_notify(&dev->txq);
-	while (budget && !route_tx_held(dev)) {
+	vq_disable_notify(&dev->ctl.txq);
+	while (budget && !route_tx_held(dev->route)) {
 		int r;
 
-		dev->tx_chain.iov = dev->tx_iov;
-		dev->tx_chain.cap = TX_CHAIN_IOV;
-		r = vq_pop(&dev->txq, &dev->tx_chain);
+		dev->ctl.tx_chain.iov = dev->ctl.tx_iov;
+		dev->ctl.tx_chain.cap = TX_CHAIN_IOV;
+		r = vq_pop(&dev->ctl.txq, &dev->ctl.tx_chain);
 		if (r == 0) {
-			if (vq_enable_notify(&dev->txq))
+			if (vq_enable_notify(&dev->ctl.txq))
 				continue;
 			break;
 		}
 		if (r == -EIO) {
-			if (!dev->tx_broken_warned)
+			if (!dev->ctl.tx_broken_warned)
 				fprintf(stderr,
 					"skiff-vsock: TX ring broken; stopped until reset\n");
-			dev->tx_broken_warned = true;
+			dev->ctl.tx_broken_warned = true;
 			break;
 		}
 		budget--;
@@ -309,8 +268,8 @@ static bool process_tx(struct vsock_dev *dev)
 		if (r < 0)
 			CTR_ADD(dev, malformed_pkts, 1);
 		else
-			handle_tx_chain(dev, &dev->tx_chain);
-		used[n_used].id = dev->tx_chain.head;
+			handle_tx_chain(dev, &dev->ctl.tx_chain);
+		used[n_used].id = dev->ctl.tx_chain.head;
 		used[n_used].len = 0;
 		if (++n_used == TX_USED_BATCH)
 			tx_publish(dev, used, &n_used);
@@ -327,25 +286,25 @@ static void pending_free(struct vsock_dev *dev, struct pending_connect *pc)
 {
 	struct pending_connect **pp;
 
-	for (pp = &dev->pending; *pp; pp = &(*pp)->next) {
+	for (pp = &dev->ctl.pending; *pp; pp = &(*pp)->next) {
 		if (*pp == pc) {
 			*pp = pc->next;
 			break;
 		}
 	}
 	if (pc->fd >= 0) {
-		epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, pc->fd, NULL);
+		epoll_ctl(dev->ctl.epfd, EPOLL_CTL_DEL, pc->fd, NULL);
 		dev_fd_close(dev, pc->fd);
 	}
-	dev->n_pending--;
+	dev->ctl.n_pending--;
 	free(pc);
 }
 
 void ctl_drop_pending(struct vsock_dev *dev)
 {
-	while (dev->pending) {
+	while (dev->ctl.pending) {
 		CTR_ADD(dev, conns_refused, 1); /* closed without "OK" */
-		pending_free(dev, dev->pending);
+		pending_free(dev, dev->ctl.pending);
 	}
 }
 
@@ -354,10 +313,10 @@ static uint32_t alloc_host_port(struct vsock_dev *dev)
 	unsigned int tries;
 
 	for (tries = 0; tries < 4096; tries++) {
-		uint32_t p = dev->next_host_port++;
+		uint32_t p = dev->ctl.next_host_port++;
 
-		if (dev->next_host_port >= HOST_PORT_END)
-			dev->next_host_port = HOST_PORT_MIN;
+		if (dev->ctl.next_host_port >= HOST_PORT_END)
+			dev->ctl.next_host_port = HOST_PORT_MIN;
 		if (!mux_local_port_used(&dev->mux, p))
 			return p;
 	}
@@ -372,16 +331,17 @@ static void host_connect(struct vsock_dev *dev, struct pending_connect *pc, uint
 	struct conn *c;
 
 	pc->fd = -1;
-	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, fd, NULL);
+	epoll_ctl(dev->ctl.epfd, EPOLL_CTL_DEL, fd, NULL);
 	local = alloc_host_port(dev);
-	c = local ? conn_new(dev, fd, VIRTIO_VSOCK_TYPE_STREAM, local, port, NULL) : NULL;
+	c = local ? conn_new(&dev->cenv, dev_pump_of(dev, local, port), fd,
+			     VIRTIO_VSOCK_TYPE_STREAM, local, port, NULL) :
+		    NULL;
 	if (!c) {
 		dev_fd_close(dev, fd);
 		CTR_ADD(dev, conns_refused, 1);
 		goto out;
 	}
-	c->prefix_len = pc->len - (uint32_t)consumed;
-	memcpy(c->prefix, pc->buf + consumed, c->prefix_len);
+	conn_set_prefix(c, pc->buf + consumed, pc->len - (uint32_t)consumed);
 	if (mux_insert(&dev->mux, c)) {
 		conn_put(c); /* at the cap: the host socket is closed without OK */
 		CTR_ADD(dev, conns_refused, 1);
@@ -429,7 +389,7 @@ drop:
 
 int64_t ctl_expire_pending(struct vsock_dev *dev, int64_t now)
 {
-	struct pending_connect *pc = dev->pending, *next;
+	struct pending_connect *pc = dev->ctl.pending, *next;
 	int64_t first = INT64_MAX;
 
 	for (; pc; pc = next) {
@@ -453,7 +413,7 @@ static bool pending_make_room(struct vsock_dev *dev, int pid)
 	unsigned int n = 0;
 	int v;
 
-	for (pc = dev->pending; pc && n < DEV_MAX_PENDING_CONNECT; pc = pc->next) {
+	for (pc = dev->ctl.pending; pc && n < DEV_MAX_PENDING_CONNECT; pc = pc->next) {
 		list[n] = pc;
 		pids[n] = pc->pid;
 		since[n++] = pc->deadline_ms;
@@ -483,15 +443,15 @@ void ctl_adopt(struct vsock_dev *dev, int fd, int pid)
 	pc->pid = pid;
 	pc->deadline_ms = killq_now(&dev->kq) + DEV_CONNECT_LINE_TIMEOUT_MS;
 	ev.data.ptr = pc;
-	if (epoll_ctl(dev->ctl_epfd, EPOLL_CTL_ADD, fd, &ev)) {
+	if (epoll_ctl(dev->ctl.epfd, EPOLL_CTL_ADD, fd, &ev)) {
 		CTR_ADD(dev, conns_refused, 1);
 		dev_fd_close(dev, fd);
 		free(pc);
 		return;
 	}
-	pc->next = dev->pending;
-	dev->pending = pc;
-	dev->n_pending++;
+	pc->next = dev->ctl.pending;
+	dev->ctl.pending = pc;
+	dev->ctl.n_pending++;
 	if (ctl_is_current(dev))
 		killq_arm(&dev->kq, pc->deadline_ms); /* else ctl_start() arms it */
 }
@@ -520,12 +480,13 @@ static void accept_all(struct vsock_dev *dev)
 			 * the level-triggered listener would wake us at once
 			 * again. Leave it out for a while (timer_tick()).
 			 */
-			struct epoll_event ev = { .events = 0, .data.ptr = &dev->src_listen };
+			struct epoll_event ev = { .events = 0, .data.ptr = &dev->ctl.src_listen };
 
-			if (!epoll_ctl(dev->ctl_epfd, EPOLL_CTL_MOD, dev->listen_fd, &ev)) {
-				dev->listen_paused = true;
-				dev->listen_retry_ms = killq_now(&dev->kq) + DEV_ACCEPT_BACKOFF_MS;
-				killq_arm(&dev->kq, dev->listen_retry_ms);
+			if (!epoll_ctl(dev->ctl.epfd, EPOLL_CTL_MOD, dev->listen_fd, &ev)) {
+				dev->ctl.listen_paused = true;
+				dev->ctl.listen_retry_ms =
+					killq_now(&dev->kq) + DEV_ACCEPT_BACKOFF_MS;
+				killq_arm(&dev->kq, dev->ctl.listen_retry_ms);
 			}
 			return;
 		}
@@ -557,7 +518,7 @@ static void drain_kick(struct vsock_dev *dev, unsigned int q)
 		CTR_ADD(dev, kicks, 1);
 	if (r > 0 || (r < 0 && (errno == EAGAIN || errno == EINTR)))
 		return;
-	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, fd, NULL);
+	epoll_ctl(dev->ctl.epfd, EPOLL_CTL_DEL, fd, NULL);
 	fprintf(stderr, "skiff-vsock: kick fd of queue %u: %s; no longer watched\n", q,
 		r ? strerror(errno) : "end of file");
 }
@@ -577,7 +538,7 @@ void ctl_step_clients(struct vsock_dev *dev)
 	struct pending_connect *pc, *next;
 
 	accept_all(dev);
-	for (pc = dev->pending; pc; pc = next) {
+	for (pc = dev->ctl.pending; pc; pc = next) {
 		next = pc->next; /* handle_pending() may free pc, and only pc */
 		handle_pending(dev, pc);
 	}
@@ -596,7 +557,7 @@ static void *ctl_main(void *arg)
 	while (!atomic_load(&dev->stopping)) {
 		int n, i, timeout = tx_more ? 0 : (poll_mode ? 1 : -1);
 
-		n = epoll_wait(dev->ctl_epfd, ev, 32, timeout);
+		n = epoll_wait(dev->ctl.epfd, ev, 32, timeout);
 		if (atomic_load(&dev->stopping))
 			break;
 		for (i = 0; i < n; i++) {
@@ -604,7 +565,7 @@ static void *ctl_main(void *arg)
 
 			switch (src->kind) {
 			case SRC_WAKE:
-				drain_fd(dev->ctl_wake_fd);
+				drain_fd(dev->ctl.wake_fd);
 				break;
 			case SRC_LISTEN:
 				accept_all(dev);
@@ -634,7 +595,7 @@ static void *ctl_main(void *arg)
 			pump_rx_kicked(dev);
 		}
 		/* A packet for another guest waits for room: TX resumes once placed. */
-		if (route_tx_held(dev) && route_tx_retry(dev))
+		if (route_tx_held(dev->route) && route_tx_retry(dev->route))
 			tx_more = true;
 		if (tx_more)
 			tx_more = process_tx(dev);
@@ -649,7 +610,7 @@ static int ctl_add(struct vsock_dev *dev, int fd, struct ctl_src *src, int kind)
 	src->kind = kind;
 	if (fd < 0)
 		return 0;
-	if (epoll_ctl(dev->ctl_epfd, EPOLL_CTL_ADD, fd, &ev) && errno != EEXIST)
+	if (epoll_ctl(dev->ctl.epfd, EPOLL_CTL_ADD, fd, &ev) && errno != EEXIST)
 		return -errno;
 	return 0;
 }
@@ -660,36 +621,36 @@ int ctl_start(struct vsock_dev *dev)
 	unsigned int q;
 	int ret;
 
-	dev->listen_paused = false;
-	ret = ctl_add(dev, dev->listen_fd, &dev->src_listen, SRC_LISTEN);
+	dev->ctl.listen_paused = false;
+	ret = ctl_add(dev, dev->listen_fd, &dev->ctl.src_listen, SRC_LISTEN);
 	if (!ret)
-		ret = ctl_add(dev, killq_fd(&dev->kq), &dev->src_timer, SRC_TIMER);
+		ret = ctl_add(dev, killq_fd(&dev->kq), &dev->ctl.src_timer, SRC_TIMER);
 	if (!ret) {
 		struct pending_connect *pc;
 		int64_t first = INT64_MAX;
 
 		/* CONNECT lines, and connections kept over a stop, have deadlines. */
-		for (pc = dev->pending; pc; pc = pc->next)
+		for (pc = dev->ctl.pending; pc; pc = pc->next)
 			if (pc->deadline_ms < first)
 				first = pc->deadline_ms;
 		killq_restart(&dev->kq, first);
 	}
 	for (q = 0; q < VSOCK_VQ_NUM && !ret; q++)
 		if (dev->vring_set[q])
-			ret = ctl_add(dev, dev->vring[q].kick_fd, &dev->src_kick[q], kinds[q]);
+			ret = ctl_add(dev, dev->vring[q].kick_fd, &dev->ctl.src_kick[q], kinds[q]);
 	if (ret)
 		goto err;
-	ret = -dev_spawn(dev, VSOCK_THREAD_CTL, &dev->ctl_thread, ctl_main, dev);
+	ret = -dev_spawn(dev, VSOCK_THREAD_CTL, &dev->ctl.thread, ctl_main, dev);
 	if (ret)
 		goto err;
-	dev->ctl_running = true;
+	dev->ctl.running = true;
 	return 0;
 err:
 	for (q = 0; q < VSOCK_VQ_NUM; q++)
 		if (dev->vring_set[q] && dev->vring[q].kick_fd >= 0)
-			epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->vring[q].kick_fd, NULL);
-	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->listen_fd, NULL);
-	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, killq_fd(&dev->kq), NULL);
+			epoll_ctl(dev->ctl.epfd, EPOLL_CTL_DEL, dev->vring[q].kick_fd, NULL);
+	epoll_ctl(dev->ctl.epfd, EPOLL_CTL_DEL, dev->listen_fd, NULL);
+	epoll_ctl(dev->ctl.epfd, EPOLL_CTL_DEL, killq_fd(&dev->kq), NULL);
 	return ret;
 }
 
@@ -699,17 +660,17 @@ void ctl_stop(struct vsock_dev *dev)
 	unsigned int q;
 	ssize_t r;
 
-	if (!dev->ctl_running)
+	if (!dev->ctl.running)
 		return;
-	r = write(dev->ctl_wake_fd, &one, sizeof(one));
+	r = write(dev->ctl.wake_fd, &one, sizeof(one));
 	(void)r;
-	pthread_join(dev->ctl_thread, NULL);
-	dev->ctl_running = false;
-	conn_tx_flush(dev); /* empty already: process_tx() ends with a flush */
+	pthread_join(dev->ctl.thread, NULL);
+	dev->ctl.running = false;
+	ctl_tx_flush(dev); /* empty already: process_tx() ends with a flush */
 	/* Kick fds belong to the transport and may change before the next start. */
 	for (q = 0; q < VSOCK_VQ_NUM; q++)
 		if (dev->vring_set[q] && dev->vring[q].kick_fd >= 0)
-			epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->vring[q].kick_fd, NULL);
-	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, dev->listen_fd, NULL);
-	epoll_ctl(dev->ctl_epfd, EPOLL_CTL_DEL, killq_fd(&dev->kq), NULL);
+			epoll_ctl(dev->ctl.epfd, EPOLL_CTL_DEL, dev->vring[q].kick_fd, NULL);
+	epoll_ctl(dev->ctl.epfd, EPOLL_CTL_DEL, dev->listen_fd, NULL);
+	epoll_ctl(dev->ctl.epfd, EPOLL_CTL_DEL, killq_fd(&dev->kq), NULL);
 }

@@ -20,8 +20,8 @@ struct pump;
 
 /*
  * ctl_step_claim() - make the calling thread @dev's control thread for
- * ctl_is_current() (credit updates then go on the RX queue at once, as on
- * the control thread).
+ * ctl_is_current() (a pending CONNECT adopted then arms the kill queue's
+ * timer, as on the control thread).
  */
 void ctl_step_claim(struct vsock_dev *dev);
 

@@ -60,6 +60,42 @@ void dev_fd_close(struct vsock_dev *dev, int fd)
 	atomic_fetch_sub(&dev->host_fds, 1);
 }
 
+/* ---- what a connection needs from the device (struct conn_ops) ---- */
+
+static void op_schedule(struct conn *c)
+{
+	pump_enqueue(c);
+}
+
+static void op_unlist(struct conn *c)
+{
+	mux_remove(&c->dev->mux, c);
+}
+
+static int op_credit_now(struct conn *c, const struct virtio_vsock_hdr *h)
+{
+	return rxq_send_hdr(&c->dev->ctl.rx, h);
+}
+
+static int op_accepted(struct conn *c)
+{
+	return uds_send_ok(c->fd, c->local_port);
+}
+
+static void op_close_fd(struct conn *c, int fd)
+{
+	dev_fd_close(c->dev, fd);
+}
+
+static const struct conn_ops dev_conn_ops = {
+	.schedule = op_schedule,
+	.set_out = pump_set_out,
+	.unlist = op_unlist,
+	.credit_now = op_credit_now,
+	.accepted = op_accepted,
+	.close_fd = op_close_fd,
+};
+
 static void note_nofile(void)
 {
 	struct rlimit rl;
@@ -88,6 +124,7 @@ static int pump_init(struct vsock_dev *dev, struct pump *p, unsigned int id)
 
 	p->dev = dev;
 	p->id = id;
+	rxq_cache_init(&p->rc, &dev->rx);
 	p->wake_fd = -1;
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (p->epfd < 0)
@@ -111,6 +148,8 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct vsock_dev *dev;
+	struct route_link link;
+	struct vq_irq irq;
 	unsigned int i;
 	int ret;
 
@@ -142,10 +181,10 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	if (dev->cfg.rx_threads > DEV_MAX_PUMPS)
 		dev->cfg.rx_threads = DEV_MAX_PUMPS;
 	dev->n_pumps = dev->cfg.rx_threads;
-	dev->listen_fd = dev->ctl_epfd = dev->ctl_wake_fd = -1;
+	dev->listen_fd = dev->ctl.epfd = dev->ctl.wake_fd = -1;
 	dev->lobby.wake_fd = -1;
 	dev->spare_fd = -1;
-	dev->next_host_port = HOST_PORT_MIN;
+	dev->ctl.next_host_port = HOST_PORT_MIN;
 	dev->features_offered = (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX) |
 				(1ull << VIRTIO_RING_F_INDIRECT_DESC) |
 				(1ull << VIRTIO_VSOCK_F_STREAM) |
@@ -157,16 +196,32 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	ret = mux_init(&dev->mux, dev->cfg.max_conns);
 	if (ret)
 		goto err_free;
-	pthread_mutex_init(&dev->rxq_lock, NULL);
-	pthread_mutex_init(&dev->raw_lock, NULL);
 	ret = killq_init(&dev->kq, NULL);
 	if (ret)
 		goto err; /* everything it undoes is in its initial state */
-	dev->pool_cap = dev->n_pumps * RX_BATCH;
-	dev->pool = calloc(dev->pool_cap, sizeof(*dev->pool));
+	irq = (struct vq_irq){
+		.signal = dev_signal, .opaque = dev, .q = VSOCK_VQ_RX, .ctr = &dev->ctr
+	};
+	ret = rxq_init(&dev->rx, dev->n_pumps * RX_BATCH, &irq);
+	if (ret)
+		goto err;
+	irq.q = VSOCK_VQ_TX;
+	dev->tx_irq = irq;
+	rxq_cache_init(&dev->ctl.rx, &dev->rx);
+	dev->cenv = (struct conn_env){ .ops = &dev_conn_ops,
+				       .dev = dev,
+				       .ctr = &dev->ctr,
+				       .kq = &dev->kq,
+				       .guest_cid = dev->cfg.guest_cid,
+				       .buf_alloc = dev->cfg.conn_buf_size,
+				       .rx_pkt_max = dev->cfg.rx_pkt_max };
+#ifdef SKIFF_TEST_HOOKS
+	dev->rx.test_fault = dev->cfg.test_fault;
+	dev->rx.test_fault_port = dev->cfg.test_fault_port;
+#endif
 	dev->pumps = calloc(dev->n_pumps, sizeof(*dev->pumps));
 	ret = -ENOMEM;
-	if (!dev->pool || !dev->pumps)
+	if (!dev->pumps)
 		goto err;
 	for (i = 0; i < dev->n_pumps; i++)
 		dev->pumps[i].epfd = dev->pumps[i].wake_fd = -1;
@@ -175,12 +230,15 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 		if (ret)
 			goto err;
 	}
-	dev->ctl_epfd = epoll_create1(EPOLL_CLOEXEC);
-	dev->ctl_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	dev->src_wake.kind = SRC_WAKE;
-	ev.data.ptr = &dev->src_wake;
-	if (dev->ctl_epfd < 0 || dev->ctl_wake_fd < 0 ||
-	    epoll_ctl(dev->ctl_epfd, EPOLL_CTL_ADD, dev->ctl_wake_fd, &ev)) {
+	ret = rawq_init(&dev->raw, &dev->ctr, dev->pumps[0].wake_fd);
+	if (ret)
+		goto err;
+	dev->ctl.epfd = epoll_create1(EPOLL_CLOEXEC);
+	dev->ctl.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	dev->ctl.src_wake.kind = SRC_WAKE;
+	ev.data.ptr = &dev->ctl.src_wake;
+	if (dev->ctl.epfd < 0 || dev->ctl.wake_fd < 0 ||
+	    epoll_ctl(dev->ctl.epfd, EPOLL_CTL_ADD, dev->ctl.wake_fd, &ev)) {
 		ret = -errno;
 		goto err;
 	}
@@ -191,7 +249,13 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 		/* -1 only loses the EMFILE refusal */
 		dev->spare_fd = uds_spare_open(dev->listen_fd);
 	}
-	ret = route_join(dev, cfg->group);
+	link = (struct route_link){ .cid = dev->cfg.guest_cid,
+				    .max_conns = dev->cfg.max_conns,
+				    .ctr = &dev->ctr,
+				    .raw = &dev->raw,
+				    .rx_wake_fd = dev->pumps[0].wake_fd,
+				    .tx_wake_fd = dev->ctl.wake_fd };
+	ret = route_join(&link, cfg->group, &dev->route);
 	if (ret) {
 		if (dev->listen_fd >= 0) {
 			close(dev->listen_fd);
@@ -201,7 +265,7 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	}
 	ret = lobby_start(dev);
 	if (ret) {
-		route_leave(dev);
+		route_leave(dev->route);
 		if (dev->listen_fd >= 0) {
 			close(dev->listen_fd);
 			unlink(dev->uds_path);
@@ -221,15 +285,14 @@ err:
 		for (i = 0; i < dev->n_pumps; i++)
 			if (dev->pumps[i].dev)
 				pump_fini(&dev->pumps[i]);
-	if (dev->ctl_epfd >= 0)
-		close(dev->ctl_epfd);
-	if (dev->ctl_wake_fd >= 0)
-		close(dev->ctl_wake_fd);
+	if (dev->ctl.epfd >= 0)
+		close(dev->ctl.epfd);
+	if (dev->ctl.wake_fd >= 0)
+		close(dev->ctl.wake_fd);
 	killq_fini(&dev->kq);
 	free(dev->pumps);
-	free(dev->pool);
-	pthread_mutex_destroy(&dev->rxq_lock);
-	pthread_mutex_destroy(&dev->raw_lock);
+	rxq_fini(&dev->rx);
+	rawq_fini(&dev->raw);
 	mux_fini(&dev->mux);
 err_free:
 	free(dev);
@@ -273,9 +336,9 @@ static void dev_pause(struct vsock_dev *dev, bool give_back)
 	for (i = 0; i < dev->n_pumps; i++)
 		pump_stop(&dev->pumps[i]);
 	rx_return_all(dev, give_back);
-	dev->vring[VSOCK_VQ_RX].last_avail_idx = dev->rxq.last_avail;
-	dev->vring[VSOCK_VQ_TX].last_avail_idx = dev->txq.last_avail;
-	dev->vring[VSOCK_VQ_EVENT].last_avail_idx = dev->evq.last_avail;
+	dev->vring[VSOCK_VQ_RX].last_avail_idx = dev->rx.vq.last_avail;
+	dev->vring[VSOCK_VQ_TX].last_avail_idx = dev->ctl.txq.last_avail;
+	dev->vring[VSOCK_VQ_EVENT].last_avail_idx = dev->ctl.evq.last_avail;
 	dev->started = false;
 }
 
@@ -287,19 +350,15 @@ static int dev_resume(struct vsock_dev *dev)
 	if (!dev->gm.n || !(dev->features & (1ull << VIRTIO_F_VERSION_1)) ||
 	    !dev->vring_set[VSOCK_VQ_RX] || !dev->vring_set[VSOCK_VQ_TX])
 		return -EINVAL;
-	if (vq_setup(&dev->rxq, &dev->gm, &dev->vring[VSOCK_VQ_RX], dev->features) ||
-	    vq_setup(&dev->txq, &dev->gm, &dev->vring[VSOCK_VQ_TX], dev->features))
+	if (vq_setup(&dev->rx.vq, &dev->gm, &dev->vring[VSOCK_VQ_RX], dev->features) ||
+	    vq_setup(&dev->ctl.txq, &dev->gm, &dev->vring[VSOCK_VQ_TX], dev->features))
 		return -EINVAL;
-	memset(&dev->evq, 0, sizeof(dev->evq));
+	memset(&dev->ctl.evq, 0, sizeof(dev->ctl.evq));
 	if (dev->vring_set[VSOCK_VQ_EVENT] &&
-	    vq_setup(&dev->evq, &dev->gm, &dev->vring[VSOCK_VQ_EVENT], dev->features))
+	    vq_setup(&dev->ctl.evq, &dev->gm, &dev->vring[VSOCK_VQ_EVENT], dev->features))
 		return -EINVAL;
-	dev->rx_batch = dev->rxq.num / (2 * dev->n_pumps);
-	if (dev->rx_batch < 4)
-		dev->rx_batch = 4;
-	if (dev->rx_batch > RX_BATCH)
-		dev->rx_batch = RX_BATCH;
-	dev->tx_broken_warned = false;
+	rxq_start(&dev->rx, dev_has_feature(dev, VIRTIO_VSOCK_F_MRG_RXBUF), dev->n_pumps);
+	dev->ctl.tx_broken_warned = false;
 	atomic_store(&dev->stopping, false);
 	for (i = 0; i < dev->n_pumps; i++) {
 		ret = pump_start(dev, &dev->pumps[i]);
@@ -377,7 +436,7 @@ int vsock_dev_start(struct vsock_dev *dev)
 	if (ret)
 		lobby_start(dev);
 	else
-		route_online(dev);
+		route_online(dev->route, dev_has_feature(dev, VIRTIO_VSOCK_F_SEQPACKET));
 	return ret;
 }
 
@@ -386,7 +445,7 @@ int vsock_dev_stop(struct vsock_dev *dev, uint16_t last_avail[VSOCK_VQ_NUM])
 	unsigned int q;
 
 	dev_pause(dev, true);
-	route_offline(dev);
+	route_offline(dev->route);
 	if (last_avail)
 		for (q = 0; q < VSOCK_VQ_NUM; q++)
 			last_avail[q] = dev->vring[q].last_avail_idx;
@@ -399,10 +458,7 @@ static void forget_conn(struct conn *c, void *opaque)
 {
 	(void)opaque;
 	pthread_mutex_lock(&c->lock);
-	if (c->state == CONN_HOST_CONNECTING)
-		CTR_ADD(c->dev, conns_refused, 1); /* its host client never got "OK" */
-	c->state = CONN_CLOSED;
-	c->pending = 0;
+	conn_forget(c);
 	if (!c->retired && c->fd >= 0 && c->pump) {
 		epoll_ctl(c->pump->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 		c->retired = true;
@@ -442,9 +498,7 @@ static void dev_clear(struct vsock_dev *dev)
 		drop_list(dev, p->blocked);
 		p->work_head = p->work_tail = p->blocked = NULL;
 		pump_set_starved(p, false); /* threads stopped: no lock needed */
-		p->cache_n = p->cache_first = 0;
-		p->done_n = 0;
-		p->unsignalled = false;
+		rxq_cache_init(&p->rc, &dev->rx);
 	}
 	ctl_drop_pending(dev);
 	/* Host clients still in the listen backlog were CONNECTs pending: drop them. */
@@ -452,24 +506,24 @@ static void dev_clear(struct vsock_dev *dev)
 		CTR_ADD(dev, conns_refused, 1);
 		close(fd);
 	}
-	__atomic_store_n(&dev->raw_n, 0, __ATOMIC_RELAXED);
-	dev->pool_n = 0;
+	rawq_clear(&dev->raw);
+	dev->rx.pool_n = 0;
 }
 
 int vsock_dev_reset(struct vsock_dev *dev)
 {
 	dev_pause(dev, false);
 	lobby_stop(dev, false);
-	route_offline(dev);
+	route_offline(dev->route);
 	dev_clear(dev);
 	lobby_drop(dev);
 	lobby_start(dev); /* best effort, as in vsock_dev_stop() */
 	dev->features = 0;
 	memset(dev->vring_set, 0, sizeof(dev->vring_set));
 	memset(dev->vring, 0, sizeof(dev->vring));
-	memset(&dev->rxq, 0, sizeof(dev->rxq));
-	memset(&dev->txq, 0, sizeof(dev->txq));
-	memset(&dev->evq, 0, sizeof(dev->evq));
+	memset(&dev->rx.vq, 0, sizeof(dev->rx.vq));
+	memset(&dev->ctl.txq, 0, sizeof(dev->ctl.txq));
+	memset(&dev->ctl.evq, 0, sizeof(dev->ctl.evq));
 	memset(&dev->gm, 0, sizeof(dev->gm));
 	CTR_ADD(dev, dev_resets, 1);
 	return 0;
@@ -483,7 +537,8 @@ void vsock_dev_destroy(struct vsock_dev *dev)
 		return;
 	dev_pause(dev, false);
 	lobby_stop(dev, false);
-	route_leave(dev);
+	route_leave(dev->route);
+	dev->route = NULL;
 	dev_clear(dev);
 	lobby_drop(dev);
 	if (dev->lobby.wake_fd >= 0)
@@ -496,13 +551,12 @@ void vsock_dev_destroy(struct vsock_dev *dev)
 		close(dev->listen_fd);
 		unlink(dev->uds_path);
 	}
-	close(dev->ctl_epfd);
-	close(dev->ctl_wake_fd);
+	close(dev->ctl.epfd);
+	close(dev->ctl.wake_fd);
 	killq_fini(&dev->kq);
 	free(dev->pumps);
-	free(dev->pool);
-	pthread_mutex_destroy(&dev->rxq_lock);
-	pthread_mutex_destroy(&dev->raw_lock);
+	rxq_fini(&dev->rx);
+	rawq_fini(&dev->raw);
 	mux_fini(&dev->mux);
 	free(dev);
 	atomic_fetch_sub(&live_devices, 1);
@@ -537,12 +591,21 @@ int vsock_dev_conn_dump(struct vsock_dev *dev, uint32_t host_port, uint32_t gues
 			size_t len)
 {
 	struct conn *c = mux_lookup(&dev->mux, host_port, guest_port);
+	bool starved;
+	int n;
 
 	if (!c) {
 		snprintf(buf, len, "no connection %u:%u", host_port, guest_port);
 		return -ENOENT;
 	}
-	conn_describe(c, buf, len);
+	pthread_mutex_lock(&c->lock);
+	n = conn_describe(c, buf, len);
+	pthread_mutex_lock(&c->pump->lock);
+	starved = c->pump->starved;
+	pthread_mutex_unlock(&c->pump->lock);
+	if (n >= 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, "; pump %u starved %d", c->pump->id, starved);
+	pthread_mutex_unlock(&c->lock);
 	conn_put(c);
 	return 0;
 }

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "dev.h"
+#include "lobby.h"
 
 /* Close held client @i; the last one takes its place. */
 static void lobby_remove(struct vsock_dev *dev, unsigned int i)

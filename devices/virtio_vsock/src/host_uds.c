@@ -223,3 +223,17 @@ int slot_victim(const int *pid, const int64_t *since, unsigned int n, unsigned i
 			v = (int)i;
 	return v;
 }
+
+int uds_send_ok(int fd, uint32_t port)
+{
+	char line[16];
+	size_t n = uds_format_ok(line, port);
+	ssize_t r;
+
+	do
+		r = send(fd, line, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	return r == (ssize_t)n ? 0 : -EIO;
+}

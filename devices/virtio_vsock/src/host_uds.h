@@ -90,4 +90,12 @@ int slot_victim(const int *pid, const int64_t *since, unsigned int n, unsigned i
 /* uds_format_ok() - "OK <port>\n" into @buf (>= 16 bytes). Return: its length. */
 size_t uds_format_ok(char *buf, uint32_t port);
 
+/*
+ * uds_send_ok() - write the "OK <port>\n" reply of a host-initiated
+ * connection to host client @fd (non-blocking, no SIGPIPE). Return: 0;
+ * -EPIPE or -ECONNRESET when the client will not read any more (it closed,
+ * or shut down its reading side); -EIO (short write) or another -errno.
+ */
+int uds_send_ok(int fd, uint32_t port);
+
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Connection table keyed by (local port, peer port), with the connection
- * cap. Routing by destination CID happens before this (dev_tx.c): only
+ * cap. Routing by destination CID happens before this (dev_ctl.c): only
  * packets for CID 2 reach it, and packets that belong to no connection
  * (a REQUEST, a stray packet, later datagrams) are handled by the caller.
  *

@@ -16,12 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dev.h"
 #include "iov.h"
 #include "router.h"
-#include "rx_chains.h"
 
 #define ROUTE_BUCKETS 1024u
+#define ROUTE_PKT_IOV 256u /* iovecs of one delivered packet */
 
 /* One packet on its way to a destination, header in host order. */
 struct fwd_pkt {
@@ -47,12 +46,13 @@ struct route_track {
 
 struct route_member {
 	struct route_group *g;
-	struct vsock_dev *dev;
+	struct route_link link; /* the device's side (router.h) */
 	uint64_t cid;
 	struct route_member *next;
 
 	/* Under g->lock. */
 	bool online;
+	bool seqpacket; /* negotiated VIRTIO_VSOCK_F_SEQPACKET (set by route_online()) */
 	struct fwd_pkt *q_head, *q_tail;
 	uint32_t q_bytes;
 	unsigned int q_data, q_ctl;
@@ -181,7 +181,7 @@ static void track_drop_end(struct route_group *g, struct route_track *t, int end
 		t->rst_to = other;
 		other->rst_owed++;
 		update_pending(other);
-		pump_wake(&other->dev->pumps[0]);
+		wake_fd(other->link.rx_wake_fd);
 	} else {
 		track_remove(g, t);
 	}
@@ -189,7 +189,7 @@ static void track_drop_end(struct route_group *g, struct route_track *t, int end
 
 /* ---- membership ---- */
 
-int route_join(struct vsock_dev *dev, const char *name)
+int route_join(const struct route_link *link, const char *name, struct route_member **out)
 {
 	struct route_member *m, *o;
 	struct route_group *g;
@@ -202,8 +202,8 @@ int route_join(struct vsock_dev *dev, const char *name)
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	m->dev = dev;
-	m->cid = dev->cfg.guest_cid;
+	m->link = *link;
+	m->cid = link->cid;
 	atomic_init(&m->rx_pending, false);
 	pthread_mutex_lock(&groups_lock);
 	for (g = groups; g; g = g->next)
@@ -228,7 +228,7 @@ int route_join(struct vsock_dev *dev, const char *name)
 		m->g = g;
 		m->next = g->members;
 		g->members = m;
-		dev->route = m;
+		*out = m;
 	}
 	pthread_mutex_unlock(&g->lock);
 	if (ret && !g->members) {
@@ -244,14 +244,14 @@ out:
 	return ret;
 }
 
-void route_leave(struct vsock_dev *dev)
+void route_leave(struct route_member *m)
 {
-	struct route_member *m = dev->route, **pp;
+	struct route_member **pp;
 	struct route_group *g, **gp;
 
 	if (!m)
 		return;
-	route_offline(dev);
+	route_offline(m);
 	g = m->g;
 	pthread_mutex_lock(&groups_lock);
 	pthread_mutex_lock(&g->lock);
@@ -271,16 +271,14 @@ void route_leave(struct vsock_dev *dev)
 		free(g); /* no member: no track, no queue left */
 	}
 	pthread_mutex_unlock(&groups_lock);
-	dev->route = NULL;
 	free(m);
 }
 
-void route_online(struct vsock_dev *dev)
+void route_online(struct route_member *m, bool seqpacket)
 {
-	struct route_member *m = dev->route;
-
 	pthread_mutex_lock(&m->g->lock);
 	m->online = true;
+	m->seqpacket = seqpacket;
 	pthread_mutex_unlock(&m->g->lock);
 }
 
@@ -297,9 +295,9 @@ static void queue_free(struct route_member *m)
 	m->q_data = m->q_ctl = 0;
 }
 
-void route_offline(struct vsock_dev *dev)
+void route_offline(struct route_member *m)
 {
-	struct route_member *m = dev->route, *o;
+	struct route_member *o;
 	struct route_group *g;
 	unsigned int i;
 
@@ -320,7 +318,7 @@ void route_offline(struct vsock_dev *dev)
 			continue;
 		o->waiting_on = NULL;
 		m->n_waiters--;
-		wake_fd(o->dev->ctl_wake_fd); /* its held packet now meets an offline CID */
+		wake_fd(o->link.tx_wake_fd); /* its held packet now meets an offline CID */
 	}
 	for (i = 0; i < ROUTE_BUCKETS && (m->n_tracked || m->rst_owed); i++) {
 		struct route_track *t = g->bucket[i], *next;
@@ -371,7 +369,7 @@ static void enqueue(struct route_member *d, struct fwd_pkt *f)
 	}
 	update_pending(d);
 	if (was_empty)
-		pump_wake(&d->dev->pumps[0]);
+		wake_fd(d->link.rx_wake_fd);
 }
 
 /* Queue @f for @d, or hold it and wait for room (g->lock held). */
@@ -386,17 +384,17 @@ static void enqueue_or_hold(struct route_member *me, struct route_member *d, str
 	d->n_waiters++;
 }
 
-static void reply_rst(struct vsock_dev *dev, const struct virtio_vsock_hdr *in)
+static void reply_rst(struct route_member *me, const struct virtio_vsock_hdr *in)
 {
 	struct virtio_vsock_hdr h;
 
 	pkt_rst_reply(&h, in, in->type);
 	if (in->op == VIRTIO_VSOCK_OP_REQUEST)
-		CTR_ADD(dev, conns_refused, 1);
+		CTR(me->link.ctr, conns_refused, 1);
 	else
-		CTR_ADD(dev, stray_pkts, 1);
+		CTR(me->link.ctr, stray_pkts, 1);
 	if (in->op != VIRTIO_VSOCK_OP_RST)
-		dev_queue_raw(dev, &h);
+		rawq_put(me->link.raw, &h);
 }
 
 static struct route_member *find_member(struct route_group *g, uint64_t cid)
@@ -409,10 +407,10 @@ static struct route_member *find_member(struct route_group *g, uint64_t cid)
 	return NULL;
 }
 
-void route_tx(struct vsock_dev *dev, const struct vq_chain *ch, const struct vsock_pkt *p)
+void route_tx(struct route_member *me, const struct vq_chain *ch, const struct vsock_pkt *p)
 {
 	const struct virtio_vsock_hdr *h = &p->hdr;
-	struct route_member *me = dev->route, *d;
+	struct route_member *d;
 	struct route_group *g = me->g;
 	uint32_t len = h->op == VIRTIO_VSOCK_OP_RW ? h->len : 0;
 	struct route_track *t;
@@ -420,7 +418,7 @@ void route_tx(struct vsock_dev *dev, const struct vq_chain *ch, const struct vso
 
 	f = malloc(sizeof(*f) + len);
 	if (!f) {
-		reply_rst(dev, h);
+		reply_rst(me, h);
 		return;
 	}
 	f->hdr = *h;
@@ -434,15 +432,14 @@ void route_tx(struct vsock_dev *dev, const struct vq_chain *ch, const struct vso
 	d = find_member(g, h->dst_cid);
 	if (!d || d == me || !d->online)
 		goto refuse_locked;
-	if (h->type == VIRTIO_VSOCK_TYPE_SEQPACKET &&
-	    !dev_has_feature(d->dev, VIRTIO_VSOCK_F_SEQPACKET))
+	if (h->type == VIRTIO_VSOCK_TYPE_SEQPACKET && !d->seqpacket)
 		goto refuse_locked;
 	t = track_find(g, h->src_cid, h->src_port, h->dst_cid, h->dst_port);
 	if (h->op == VIRTIO_VSOCK_OP_REQUEST) {
 		if (t && (t->rst_to || t->type != h->type))
 			goto refuse_locked;
-		if (!t && (me->n_tracked >= me->dev->cfg.max_conns ||
-			   d->n_tracked >= d->dev->cfg.max_conns || !track_new(g, me, h, d)))
+		if (!t && (me->n_tracked >= me->link.max_conns ||
+			   d->n_tracked >= d->link.max_conns || !track_new(g, me, h, d)))
 			goto refuse_locked;
 	} else if (!t || t->type != h->type) {
 		goto refuse_locked; /* no such connection: as Linux, RST (none for an RST) */
@@ -452,7 +449,7 @@ void route_tx(struct vsock_dev *dev, const struct vq_chain *ch, const struct vso
 			track_remove(g, t);
 		pthread_mutex_unlock(&g->lock);
 		free(f);
-		CTR_ADD(dev, stray_pkts, 1);
+		CTR(me->link.ctr, stray_pkts, 1);
 		return;
 	} else if (h->op == VIRTIO_VSOCK_OP_RST) {
 		track_remove(g, t);
@@ -464,12 +461,11 @@ refuse_locked:
 	pthread_mutex_unlock(&g->lock);
 refuse:
 	free(f);
-	reply_rst(dev, h);
+	reply_rst(me, h);
 }
 
-void route_tx_bad(struct vsock_dev *dev, const struct virtio_vsock_hdr *h)
+void route_tx_bad(struct route_member *me, const struct virtio_vsock_hdr *h)
 {
-	struct route_member *me = dev->route;
 	struct route_group *g = me->g;
 	struct route_track *t;
 	uint16_t type = 0;
@@ -485,24 +481,24 @@ void route_tx_bad(struct vsock_dev *dev, const struct virtio_vsock_hdr *h)
 		struct virtio_vsock_hdr r;
 
 		pkt_rst_reply(&r, h, type);
-		CTR_ADD(dev, conn_resets, 1);
-		dev_queue_raw(dev, &r);
+		CTR(me->link.ctr, conn_resets, 1);
+		rawq_put(me->link.raw, &r);
 	}
 }
 
-bool route_cid_ok(const struct vsock_dev *dev, uint64_t cid)
+bool route_cid_ok(uint64_t own_cid, uint64_t cid)
 {
-	return cid >= 3 && cid < 0xffffffffull && cid != dev->cfg.guest_cid;
+	return cid >= 3 && cid < 0xffffffffull && cid != own_cid;
 }
 
-bool route_tx_held(const struct vsock_dev *dev)
+bool route_tx_held(const struct route_member *me)
 {
-	return dev->route && dev->route->held;
+	return me && me->held;
 }
 
-bool route_tx_retry(struct vsock_dev *dev)
+bool route_tx_retry(struct route_member *me)
 {
-	struct route_member *me = dev->route, *d;
+	struct route_member *d;
 	struct fwd_pkt *f = me->held;
 	bool resume = true;
 
@@ -518,7 +514,7 @@ bool route_tx_retry(struct vsock_dev *dev)
 		}
 		me->held = NULL;
 		free(f);
-		CTR_ADD(dev, dropped_pkts, 1);
+		CTR(me->link.ctr, dropped_pkts, 1);
 	} else if (fits(d, f)) {
 		d->n_waiters--;
 		me->waiting_on = NULL;
@@ -533,9 +529,9 @@ bool route_tx_retry(struct vsock_dev *dev)
 
 /* ---- destination side (pump 0 of the destination) ---- */
 
-bool route_rx_pending(const struct vsock_dev *dev)
+bool route_rx_pending(const struct route_member *me)
 {
-	return dev->route && atomic_load_explicit(&dev->route->rx_pending, memory_order_relaxed);
+	return me && atomic_load_explicit(&me->rx_pending, memory_order_relaxed);
 }
 
 /*
@@ -546,81 +542,27 @@ bool route_rx_pending(const struct vsock_dev *dev)
  * but len; SEQPACKET EOM/EOR only on the last. Return: 0 when all of @f
  * went out; -EAGAIN when the RX queue ran out (f->off says how far).
  */
-static int deliver(struct pump *p, struct fwd_pkt *f)
+static int deliver(struct rxq_cache *rc, struct fwd_pkt *f)
 {
-	struct vsock_dev *dev = p->dev;
-	bool mrg = dev_has_feature(dev, VIRTIO_VSOCK_F_MRG_RXBUF);
-	uint32_t hl = rx_hdr_len(dev);
-
 	do {
-		uint32_t left = f->hdr.len - f->off, room, piece, done, k, n = 1;
-		struct virtio_vsock_mrg_hdr m;
-		struct rx_slot *s = slot_first_usable(p, ROUTE_MRG_MAX_CHAINS), *x;
+		uint32_t left = f->hdr.len - f->off, piece;
+		struct iovec iov[ROUTE_PKT_IOV];
+		struct virtio_vsock_hdr h;
+		unsigned int niov;
+		int room = rxq_span(rc, left, ROUTE_MRG_MAX_CHAINS, iov, ROUTE_PKT_IOV, &niov);
 
-		if (!s)
+		if (room < 0)
 			return -EAGAIN;
-		room = s->c.in_len - hl;
-		while (mrg && room < left && n < ROUTE_MRG_MAX_CHAINS && (x = slot_get(p, n))) {
-			room += x->c.in_len;
-			n++;
-		}
-		piece = left < room ? left : room;
-		m.hdr = f->hdr;
-		m.hdr.len = piece;
+		piece = (uint32_t)room;
+		iov_write(iov, niov, 0, f->data + f->off, piece);
+		h = f->hdr;
+		h.len = piece;
 		if (f->hdr.type == VIRTIO_VSOCK_TYPE_SEQPACKET && piece < left)
-			m.hdr.flags &= ~(VIRTIO_VSOCK_SEQ_EOM | VIRTIO_VSOCK_SEQ_EOR);
-		/* Chains actually used, and the payload into each. */
-		done = 0;
-		for (k = 0; k < n; k++) {
-			struct rx_slot *c = k ? slot_get(p, k) : s;
-			uint32_t off = k ? 0 : hl, take = c->c.in_len - off;
-
-			if (k && done == piece)
-				break;
-			if (take > piece - done)
-				take = piece - done;
-			iov_write(c->c.iov + c->c.n_out, c->c.n_in, off, f->data + f->off + done,
-				  take);
-			done += take;
-			done_add(p, c->c.head, off + take);
-		}
-		pkt_hdr_to_le(&m.hdr);
-		m.num_buffers = htole16((uint16_t)k);
-		iov_write(s->c.iov + s->c.n_out, s->c.n_in, 0, &m, hl);
-		slots_consume(p, k);
+			h.flags &= ~(VIRTIO_VSOCK_SEQ_EOM | VIRTIO_VSOCK_SEQ_EOR);
+		rxq_put(rc, &h, piece);
 		f->off += piece;
-		CTR_ADD(dev, rx_pkts, 1);
-		CTR_ADD(dev, rx_bytes, piece);
 	} while (f->off < f->hdr.len);
 	return 0;
-}
-
-/*
- * Out of RX chains: mark the pump starved (an RX kick or returned chains
- * resume it) unless chains came meanwhile, and ask the other pumps for the
- * chains they keep. Return: true when starved.
- */
-static bool starve(struct pump *p)
-{
-	struct vsock_dev *dev = p->dev;
-	unsigned int i;
-
-	pthread_mutex_lock(&p->lock);
-	pump_set_starved(p, true);
-	pthread_mutex_unlock(&p->lock);
-	if (slot_get(p, 0)) {
-		pthread_mutex_lock(&p->lock);
-		pump_set_starved(p, false);
-		pthread_mutex_unlock(&p->lock);
-		return false;
-	}
-	for (i = 0; i < dev->n_pumps; i++) {
-		if (&dev->pumps[i] == p)
-			continue;
-		atomic_store(&dev->pumps[i].give_back, true);
-		pump_wake(&dev->pumps[i]);
-	}
-	return true;
 }
 
 /* An RST owed to us for a connection whose other end went away. */
@@ -644,20 +586,19 @@ static bool owed_rst(struct route_group *g, struct route_member *me, struct virt
 	return false;
 }
 
-void route_rx_serve(struct pump *p)
+int route_rx_serve(struct route_member *me, struct rxq_cache *rc, unsigned int *budget)
 {
-	struct vsock_dev *dev = p->dev;
-	struct route_member *me = dev->route, *o;
 	struct route_group *g;
-	unsigned int budget = ROUTE_RX_BUDGET;
+	struct route_member *o;
 
 	if (!me)
-		return;
+		return 0;
 	g = me->g;
-	while (budget-- && !pump_starved(p)) {
+	while (*budget) {
 		struct fwd_pkt *f = NULL, rst;
 		bool have_rst = false;
 
+		(*budget)--;
 		pthread_mutex_lock(&g->lock);
 		if (me->rst_owed)
 			have_rst = owed_rst(g, me, &rst.hdr);
@@ -665,32 +606,24 @@ void route_rx_serve(struct pump *p)
 			f = me->q_head;
 		pthread_mutex_unlock(&g->lock);
 		if (have_rst) {
-			rst.off = 0;
-			if (deliver(p, &rst)) {
-				if (starve(p))
-					return;
-				continue;
-			}
-			pthread_mutex_lock(&g->lock);
-			{
-				struct route_track *t =
-					track_find(g, rst.hdr.src_cid, rst.hdr.src_port,
-						   rst.hdr.dst_cid, rst.hdr.dst_port);
+			struct route_track *t;
 
-				if (t && t->rst_to == me)
-					track_remove(g, t);
-			}
+			rst.off = 0;
+			if (deliver(rc, &rst))
+				return -EAGAIN;
+			pthread_mutex_lock(&g->lock);
+			t = track_find(g, rst.hdr.src_cid, rst.hdr.src_port, rst.hdr.dst_cid,
+				       rst.hdr.dst_port);
+			if (t && t->rst_to == me)
+				track_remove(g, t);
 			pthread_mutex_unlock(&g->lock);
-			CTR_ADD(dev, conn_resets, 1); /* its other end went away */
+			CTR(me->link.ctr, conn_resets, 1); /* its other end went away */
 			continue;
 		}
 		if (!f)
-			return;
-		if (deliver(p, f)) {
-			if (starve(p))
-				return;
-			continue;
-		}
+			return 0;
+		if (deliver(rc, f))
+			return -EAGAIN;
 		/* Only this thread takes the head off; others append behind it. */
 		pthread_mutex_lock(&g->lock);
 		me->q_head = f->next;
@@ -705,8 +638,9 @@ void route_rx_serve(struct pump *p)
 		update_pending(me);
 		for (o = g->members; o && me->n_waiters; o = o->next)
 			if (o->waiting_on == me)
-				wake_fd(o->dev->ctl_wake_fd);
+				wake_fd(o->link.tx_wake_fd);
 		pthread_mutex_unlock(&g->lock);
 		free(f);
 	}
+	return 0;
 }

@@ -21,10 +21,13 @@
  * list, every member's forward queue, online, waiting_on, n_waiters, the
  * connection table and the RST and track counts. It is taken with no other
  * device lock held, and nothing under it takes another lock: only eventfd
- * writes (pump_wake(), a waiting sender's ctl_wake_fd) happen there. Guest
- * memory is written by pump 0 outside it (only that thread takes a queue's
- * head off, so the head stays valid), and RST replies go to dev->raw_lock
- * after it is released. The list of groups has its own mutex
+ * writes (a destination's pump 0, a waiting sender's control thread: the
+ * fds of struct route_link) happen there. Guest memory is written by pump 0
+ * outside it (only that thread takes a queue's head off, so the head stays
+ * valid), and RST replies go to the member's rawq after it is released.
+ *
+ * The router knows no device: what it needs from one (CID, cap, counters,
+ * the RST queue, whom to wake) is a struct route_link given at join. The list of groups has its own mutex
  * (groups_lock), taken before a group's lock, at create and destroy only.
  */
 #ifndef SKIFF_VSOCK_ROUTER_H
@@ -34,10 +37,12 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "counters.h"
 #include "packet.h"
+#include "rawq.h"
+#include "rxq.h"
 
-struct vsock_dev;
-struct pump;
+struct route_member;
 struct vq_chain;
 
 #define ROUTE_FWD_DATA_BYTES (512u * 1024u) /* payload queued per destination */
@@ -46,18 +51,31 @@ struct vq_chain;
 #define ROUTE_MRG_MAX_CHAINS 32u /* RX chains of one mergeable packet */
 #define ROUTE_RX_BUDGET 64u /* packets pump 0 delivers per turn */
 
+/* A device as the router sees it (copied at route_join(), then read-only). */
+struct route_link {
+	uint64_t cid; /* the guest's CID */
+	unsigned int max_conns; /* tracked connections with this member as an end, at most */
+	struct dev_counters *ctr;
+	struct rawq *raw; /* RSTs to this guest (connection-less replies) */
+	int rx_wake_fd; /* eventfd of the thread that calls route_rx_serve() (pump 0) */
+	int tx_wake_fd; /* eventfd of the thread that calls route_tx*() (control thread) */
+};
+
 /*
  * route_join() - at create: enter group @name (NULL or "": the default
- * group), created on first use. Return: 0; -EADDRINUSE when a member of
- * that group has @dev's CID; -ENAMETOOLONG; -ENOMEM.
+ * group), created on first use, as *@out. Return: 0; -EADDRINUSE when a
+ * member of that group has @link's CID; -ENAMETOOLONG; -ENOMEM.
  */
-int route_join(struct vsock_dev *dev, const char *name);
+int route_join(const struct route_link *link, const char *name, struct route_member **out);
 
-/* route_leave() - at destroy, threads stopped: route_offline(), leave, free. */
-void route_leave(struct vsock_dev *dev);
+/* route_leave() - at destroy, threads stopped: route_offline(), leave, free. NULL: no-op. */
+void route_leave(struct route_member *m);
 
-/* route_online() - the device started: reachable from now on. */
-void route_online(struct vsock_dev *dev);
+/*
+ * route_online() - the device started: reachable from now on; @seqpacket:
+ * its guest negotiated SEQPACKET (else SEQPACKET packets to it get an RST).
+ */
+void route_online(struct route_member *m, bool seqpacket);
 
 /*
  * route_offline() - the device stopped or was reset (its threads are
@@ -66,50 +84,52 @@ void route_online(struct vsock_dev *dev);
  * its peer an RST (sent by the peer's pump 0); senders waiting on its queue
  * are woken (their held packet then meets an unreachable CID).
  */
-void route_offline(struct vsock_dev *dev);
+void route_offline(struct route_member *m);
 
 /*
  * route_cid_ok() - whether @cid may name another guest: 3 .. 2^32 - 2 and
- * not @dev's own (a packet to CID 0, 1, VMADDR_CID_ANY or its own CID is
+ * not @own_cid (a packet to CID 0, 1, VMADDR_CID_ANY or its own CID is
  * malformed, as before routing existed).
  */
-bool route_cid_ok(const struct vsock_dev *dev, uint64_t cid);
+bool route_cid_ok(uint64_t own_cid, uint64_t cid);
 
 /*
- * route_tx() - control thread of @dev: guest packet @p (valid but for its
+ * route_tx() - control thread of @me's device: guest packet @p (valid but for its
  * dst_cid, which is not 2) on TX chain @ch. Forwards it, or answers an RST
  * (unknown or offline CID, another group, own CID, untracked connection,
  * type not negotiated by the destination, connection cap), or holds it
  * when the destination's queue is full (see route_tx_held()).
  */
-void route_tx(struct vsock_dev *dev, const struct vq_chain *ch, const struct vsock_pkt *p);
+void route_tx(struct route_member *me, const struct vq_chain *ch, const struct vsock_pkt *p);
 
 /*
  * route_tx_bad() - control thread: a malformed packet (bad type, op or
- * length) from @dev's guest names the guest-to-guest connection @h: as for
+ * length) from @me's guest names the guest-to-guest connection @h: as for
  * host connections, that connection is reset, both ends (the sender now,
  * the peer through its pump 0). Nothing happens when it is not tracked.
  */
-void route_tx_bad(struct vsock_dev *dev, const struct virtio_vsock_hdr *h);
+void route_tx_bad(struct route_member *me, const struct virtio_vsock_hdr *h);
 
-/* route_tx_held() - whether @dev's TX must stay stopped (a packet is held). */
-bool route_tx_held(const struct vsock_dev *dev);
+/* route_tx_held() - whether @me's TX must stay stopped (a packet is held). */
+bool route_tx_held(const struct route_member *me);
 
 /*
  * route_tx_retry() - control thread: try to queue the held packet again.
  * Return: true when a held packet was placed (or dropped) and TX may resume.
  */
-bool route_tx_retry(struct vsock_dev *dev);
+bool route_tx_retry(struct route_member *me);
 
 /* route_rx_pending() - whether pump 0 has routed packets to deliver (lock free). */
-bool route_rx_pending(const struct vsock_dev *dev);
+bool route_rx_pending(const struct route_member *me);
 
 /*
  * route_rx_serve() - pump 0: deliver owed RSTs and forward-queue packets
- * to the RX virtqueue, at most ROUTE_RX_BUDGET, splitting RW payloads that
- * do not fit the guest's buffers. Out of RX chains: marks the pump starved
- * (an RX kick resumes it).
+ * to the RX virtqueue through @rc, one packet per unit of *@budget (taken
+ * off as they go), splitting RW payloads that do not fit the guest's
+ * buffers. Return: 0 (nothing left, or *@budget used up); -EAGAIN out of
+ * RX chains (a packet may be partly delivered; the caller starves
+ * (pump_starve()) and calls again when chains come).
  */
-void route_rx_serve(struct pump *p);
+int route_rx_serve(struct route_member *me, struct rxq_cache *rc, unsigned int *budget);
 
 #endif

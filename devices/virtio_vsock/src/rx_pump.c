@@ -2,13 +2,13 @@
 /*
  * The RX pump (host to guest): dev->n_pumps threads, each owning a shard of
  * connections in its own epoll. A pump reserves RX descriptor chains in
- * batches under dev->rxq_lock, reads from host sockets straight into them
+ * batches under dev->rx.lock, reads from host sockets straight into them
  * (readv onto the chains' writable iovecs, no bounce buffer for streams),
  * and publishes the used entries and one interrupt per batch.
  *
- * Per connection the pump sends, in order: RST, REQUEST, RESPONSE,
- * CREDIT_UPDATE, data, SHUTDOWN; control packets therefore never wait
- * behind bulk data of their connection, and a connection gets at most
+ * Per connection the pump sends, in order (conn_rx_next()): RST, REQUEST,
+ * RESPONSE, CREDIT_UPDATE, data, SHUTDOWN; control packets therefore never
+ * wait behind bulk data of their connection, and a connection gets at most
  * PUMP_BUDGET packets before the others get their turn.
  *
  * When the RX queue has no buffers the pump marks itself starved and stops
@@ -28,13 +28,12 @@
 
 #include "conn.h"
 #include "dev.h"
+#include "pump.h"
 #include "dev_step.h"
 #include "iov.h"
-#include "rx_chains.h"
 
 #define PUMP_BUDGET 16 /* packets per connection per turn */
-#define PKT_IOV 256 /* iovecs of one RX packet */
-#define PKT_MAX_CHAINS 64 /* chains of one mergeable packet */
+#define PKT_MAX_CHAINS 64 /* room kept in the used-entry list for one packet */
 
 enum serve_result { SERVE_DONE, SERVE_REQUEUE, SERVE_BLOCKED };
 
@@ -167,301 +166,13 @@ void pump_rx_kicked(struct vsock_dev *dev)
 	}
 }
 
-/* Write header @h (host order) at the start of chain @s, plus num_buffers. */
-static void put_hdr(struct pump *p, struct rx_slot *s, struct virtio_vsock_hdr *h,
-		    uint16_t num_buffers)
-{
-	struct virtio_vsock_mrg_hdr m;
-
-	m.hdr = *h;
-	pkt_hdr_to_le(&m.hdr);
-	m.num_buffers = htole16(num_buffers);
-	iov_write(s->c.iov + s->c.n_out, s->c.n_in, 0, &m, rx_hdr_len(p->dev));
-}
-
-#ifdef SKIFF_TEST_HOOKS
-/*
- * Test only (vsock_dev_config.test_fault, SKIFF_TEST_HOOKS builds): make
- * RW header @h of @c, about to go out in *@nbufs chains, lie about that
- * layout. The used entries are left true, so the guest sees exactly the lie
- * chosen.
- */
-static void test_fault(struct pump *p, const struct conn *c, struct virtio_vsock_hdr *h,
-		       uint16_t *nbufs)
-{
-	struct vsock_dev *dev = p->dev;
-	uint16_t qsize;
-
-	if (dev->cfg.test_fault_port && c->peer_port != dev->cfg.test_fault_port)
-		return;
-	switch (dev->cfg.test_fault) {
-	case VSOCK_TEST_FAULT_NUMBUF_ZERO:
-		*nbufs = 0;
-		break;
-	case VSOCK_TEST_FAULT_NUMBUF_OVER:
-		*nbufs += 1;
-		break;
-	case VSOCK_TEST_FAULT_NUMBUF_RING:
-		pthread_mutex_lock(&dev->rxq_lock);
-		qsize = dev->rxq.num;
-		pthread_mutex_unlock(&dev->rxq_lock);
-		*nbufs = (uint16_t)(qsize + 1);
-		break;
-	case VSOCK_TEST_FAULT_LEN_OVER:
-		h->len += 1;
-		break;
-	case VSOCK_TEST_FAULT_LEN_UNDER:
-		if (h->len)
-			h->len -= 1;
-		break;
-	}
-}
-#endif
-
-/* Raise counter @ctr to @v if below (lock free; concurrent pumps may race). */
-static void ctr_max(_Atomic uint64_t *ctr, uint64_t v)
-{
-	uint64_t cur = atomic_load_explicit(ctr, memory_order_relaxed);
-
-	while (cur < v && !atomic_compare_exchange_weak_explicit(ctr, &cur, v, memory_order_relaxed,
-								 memory_order_relaxed))
-		;
-}
-
-/* Send a header-only packet. Return: 0, or -EAGAIN when out of RX buffers. */
+/* Send a connection-less header-only packet. Return: 0, or -EAGAIN when out of RX buffers. */
 static int emit_hdr(struct pump *p, struct virtio_vsock_hdr *h)
 {
-	struct rx_slot *s = slot_first_usable(p, PKT_MAX_CHAINS);
-
-	if (!s)
+	if (!rxq_first_usable(&p->rc, PKT_MAX_CHAINS))
 		return -EAGAIN;
-	put_hdr(p, s, h, 1);
-	done_add(p, s->c.head, rx_hdr_len(p->dev));
-	slots_consume(p, 1);
-	CTR_ADD(p->dev, rx_pkts, 1);
+	rxq_put(&p->rc, h, 0);
 	return 0;
-}
-
-static int emit_ctl(struct pump *p, struct conn *c, uint16_t op, uint32_t flags)
-{
-	struct virtio_vsock_hdr h;
-	uint32_t told = c->g2h_fwd_told;
-	int ret;
-
-	conn_fill_hdr(c, &h, op, flags, 0);
-	ret = emit_hdr(p, &h);
-	if (ret)
-		c->g2h_fwd_told = told;
-	return ret;
-}
-
-/* Host EOF on @c: owe the guest a SHUTDOWN once the data before it went out. */
-static void host_eof(struct conn *c)
-{
-	c->host_eof = true;
-	c->host_readable = false;
-	c->shut_to_send = VIRTIO_VSOCK_SHUTDOWN_SEND;
-	if (c->host_hup)
-		c->shut_to_send |= VIRTIO_VSOCK_SHUTDOWN_RCV;
-	c->pending |= PEND_SHUTDOWN;
-}
-
-static bool peer_gone(int fd)
-{
-	struct pollfd pf = { .fd = fd, .events = POLLRDHUP };
-
-	return poll(&pf, 1, 0) == 1 && (pf.revents & (POLLRDHUP | POLLHUP));
-}
-
-/*
- * SEQPACKET: make sure one whole host message sits in c->msg.
- * Return: 1 ready; 0 nothing to read (or EOF handled); -errno to reset.
- */
-static int seq_fetch(struct conn *c)
-{
-	uint32_t cap = c->buf_alloc > 65536 ? c->buf_alloc : 65536;
-	ssize_t n;
-
-	if (c->msg_valid)
-		return 1;
-	n = recv(c->fd, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
-	if (n < 0) {
-		if (errno == EAGAIN || errno == EINTR) {
-			c->host_readable = errno == EINTR;
-			return 0;
-		}
-		return -errno;
-	}
-	if (!n && peer_gone(c->fd)) {
-		host_eof(c);
-		return 0;
-	}
-	if ((size_t)n > cap)
-		return -EMSGSIZE;
-	if (!c->msg && !(c->msg = malloc(cap)))
-		return -ENOMEM;
-	do
-		n = recv(c->fd, c->msg, cap, MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return errno == EAGAIN ? 0 : -errno;
-	c->msg_len = (uint32_t)n;
-	c->msg_off = 0;
-	c->msg_valid = true;
-	return 1;
-}
-
-/*
- * Send one RW packet of @c. Sources, in order: the bytes that followed the
- * CONNECT line, a buffered SEQPACKET message, the host socket (read in
- * place). Return: 0 sent or nothing to send now; -EAGAIN out of RX buffers.
- */
-static int emit_rw(struct pump *p, struct conn *c)
-{
-	struct vsock_dev *dev = p->dev;
-	bool mrg = dev_has_feature(dev, VIRTIO_VSOCK_F_MRG_RXBUF);
-	uint32_t hl = rx_hdr_len(dev), want, space, n, left, flags = 0;
-	struct iovec iov[PKT_IOV];
-	unsigned int niov = 0, k, i;
-	const uint8_t *mem = NULL;
-	uint16_t nbufs;
-	struct virtio_vsock_hdr h;
-	struct rx_slot *s;
-	ssize_t r;
-
-	want = conn_credit_avail(c);
-	if (want > dev->cfg.rx_pkt_max)
-		want = dev->cfg.rx_pkt_max;
-	if (c->prefix_off < c->prefix_len) {
-		mem = c->prefix + c->prefix_off;
-		if (want > c->prefix_len - c->prefix_off)
-			want = c->prefix_len - c->prefix_off;
-	} else if (c->type == VIRTIO_VSOCK_TYPE_SEQPACKET) {
-		int ret = seq_fetch(c);
-
-		if (ret < 0) {
-			conn_reset(c, true);
-			return 0;
-		}
-		if (!ret)
-			return 0;
-		mem = c->msg + c->msg_off;
-		if (want >= c->msg_len - c->msg_off) {
-			want = c->msg_len - c->msg_off;
-			flags = VIRTIO_VSOCK_SEQ_EOM;
-		}
-	}
-	s = slot_first_usable(p, PKT_MAX_CHAINS);
-	if (!s)
-		return -EAGAIN;
-	space = s->c.in_len - hl;
-	if (space > want)
-		space = want;
-	niov = iov_slice(s->c.iov + s->c.n_out, s->c.n_in, hl, space, iov, PKT_IOV);
-	for (k = 1; mrg && space < want && k < PKT_MAX_CHAINS && niov < PKT_IOV; k++) {
-		struct rx_slot *t = slot_get(p, k);
-		uint32_t add;
-
-		if (!t)
-			break;
-		add = t->c.in_len < want - space ? t->c.in_len : want - space;
-		niov += iov_slice(t->c.iov + t->c.n_out, t->c.n_in, 0, add, iov + niov,
-				  PKT_IOV - niov);
-		space += add;
-	}
-	space = iov_bytes(iov, niov);
-	if (!space && (want || !mem)) {
-		/* Room for the header only: this chain cannot carry data. */
-		CTR_ADD(dev, malformed_pkts, 1);
-		done_add(p, s->c.head, 0);
-		slots_consume(p, 1);
-		return 0;
-	}
-	if (mem && space < want) {
-		/* The packet will not hold the rest: a SEQPACKET fragment. */
-		flags = 0;
-		want = space;
-	}
-	if (mem) {
-		n = (uint32_t)iov_write(iov, niov, 0, mem, want);
-	} else {
-		do
-			r = readv(c->fd, iov, (int)niov);
-		while (r < 0 && errno == EINTR);
-		if (r < 0) {
-			if (errno == EAGAIN) {
-				c->host_readable = false;
-				return 0;
-			}
-			if (errno == ECONNRESET) {
-				/*
-				 * AF_UNIX: the client closed with bytes we wrote
-				 * (its "OK", or guest data) unread, after all it
-				 * sent was read. For the guest that is its close.
-				 */
-				c->host_hup = true;
-				host_eof(c);
-				return 0;
-			}
-			conn_reset(c, true);
-			return 0;
-		}
-		if (!r) {
-			if (space)
-				host_eof(c);
-			return 0;
-		}
-		n = (uint32_t)r;
-		/*
-		 * A short stream read drained the socket: the next byte comes
-		 * with a new edge. Not so for EOF already signalled: read on
-		 * until read() says 0.
-		 */
-		if (n < space && !c->host_rdhup)
-			c->host_readable = false;
-	}
-	if (!n && !(flags & VIRTIO_VSOCK_SEQ_EOM))
-		return 0;
-	/* Used entries: the first chain holds the header, then payload in order. */
-	left = n;
-	for (i = 0;; i++) {
-		struct rx_slot *t = cache_slot(p, p->cache_first + i);
-		uint32_t room = i ? t->c.in_len : t->c.in_len - hl;
-		uint32_t put = left < room ? left : room;
-
-		done_add(p, t->c.head, put + (i ? 0 : hl));
-		left -= put;
-		if (!left)
-			break;
-	}
-	conn_fill_hdr(c, &h, VIRTIO_VSOCK_OP_RW, flags, n);
-	nbufs = (uint16_t)(i + 1);
-#ifdef SKIFF_TEST_HOOKS
-	if (mrg && dev->cfg.test_fault)
-		test_fault(p, c, &h, &nbufs);
-#endif
-	put_hdr(p, s, &h, nbufs);
-	slots_consume(p, i + 1);
-	c->h2g_sent += n;
-	if (mem == c->prefix + c->prefix_off) {
-		c->prefix_off += n;
-	} else if (mem) {
-		c->msg_off += n;
-		if (flags & VIRTIO_VSOCK_SEQ_EOM)
-			c->msg_valid = false;
-	}
-	CTR_ADD(dev, rx_pkts, 1);
-	CTR_ADD(dev, rx_bytes, n);
-	ctr_max(&dev->ctr.rx_chains_max, i + 1);
-	return 0;
-}
-
-static bool data_ready(const struct conn *c)
-{
-	if (c->state != CONN_ESTABLISHED || (c->local_shut & VIRTIO_VSOCK_SHUTDOWN_SEND) ||
-	    (c->peer_shut & VIRTIO_VSOCK_SHUTDOWN_RCV) || !conn_credit_avail(c))
-		return false;
-	return c->prefix_off < c->prefix_len || c->msg_valid || (c->host_readable && !c->host_eof);
 }
 
 /* Take @c out of the pump's epoll; its reference is dropped at the next loop top. */
@@ -475,16 +186,26 @@ static void retire(struct pump *p, struct conn *c)
 	p->zombies = c;
 }
 
-/*
- * @p found no RX chain: the other pumps may hold reserved ones while idle
- * (they keep them, see pump_main()); ask them to return theirs to the pool,
- * which wakes starved pumps (cache_return()).
- */
-static void ask_chains(struct pump *p)
+bool pump_starve(struct pump *p)
 {
 	struct vsock_dev *dev = p->dev;
 	unsigned int i;
 
+	pthread_mutex_lock(&p->lock);
+	pump_set_starved(p, true);
+	pthread_mutex_unlock(&p->lock);
+	/* Re-check after asking for a kick (rxq_slot()): buffers may have come. */
+	if (rxq_slot(&p->rc, 0)) {
+		pthread_mutex_lock(&p->lock);
+		pump_set_starved(p, false);
+		pthread_mutex_unlock(&p->lock);
+		return false;
+	}
+	/*
+	 * The other pumps may hold reserved chains while idle (they keep
+	 * them, see pump_main()): ask them to return theirs to the pool,
+	 * which wakes the starved pumps (pump_rx_kicked()).
+	 */
 	for (i = 0; i < dev->n_pumps; i++) {
 		struct pump *q = &dev->pumps[i];
 
@@ -493,71 +214,29 @@ static void ask_chains(struct pump *p)
 		atomic_store(&q->give_back, true);
 		pump_wake(q);
 	}
+	return true;
 }
 
 static enum serve_result serve(struct pump *p, struct conn *c)
 {
 	enum serve_result res = SERVE_DONE;
-	int budget = PUMP_BUDGET, ret = 0;
+	int budget = PUMP_BUDGET, ret;
 
 	pthread_mutex_lock(&c->lock);
 	if (c->retired)
 		goto out;
-	if (c->want_flush) {
-		c->want_flush = false;
-		if (c->state == CONN_ESTABLISHED && conn_flush(c))
-			conn_reset(c, true);
-	}
+	conn_want_flush(c);
 	while (budget > 0) {
-		if (pump_starved(p) && (c->pending || data_ready(c))) {
+		if (pump_starved(p) && conn_rx_wanted(c)) {
 			res = SERVE_BLOCKED;
 			break;
 		}
-		if (c->pending & PEND_RST) {
-			ret = emit_ctl(p, c, VIRTIO_VSOCK_OP_RST, 0);
-			if (!ret)
-				c->pending = 0;
-		} else if (c->state == CONN_CLOSED) {
-			break;
-		} else if (c->pending & PEND_REQUEST) {
-			ret = emit_ctl(p, c, VIRTIO_VSOCK_OP_REQUEST, 0);
-			if (!ret)
-				c->pending &= ~PEND_REQUEST;
-		} else if (c->state == CONN_HOST_CONNECTING) {
-			break;
-		} else if (c->pending & PEND_RESPONSE) {
-			ret = emit_ctl(p, c, VIRTIO_VSOCK_OP_RESPONSE, 0);
-			if (!ret)
-				c->pending &= ~PEND_RESPONSE;
-		} else if (c->pending & PEND_CREDIT) {
-			ret = emit_ctl(p, c, VIRTIO_VSOCK_OP_CREDIT_UPDATE, 0);
-			if (!ret)
-				c->pending &= ~PEND_CREDIT;
-		} else if (data_ready(c)) {
-			ret = emit_rw(p, c);
-		} else if (c->pending & PEND_SHUTDOWN) {
-			ret = emit_ctl(p, c, VIRTIO_VSOCK_OP_SHUTDOWN, c->shut_to_send);
-			if (!ret) {
-				c->pending &= ~PEND_SHUTDOWN;
-				c->local_shut |= c->shut_to_send;
-				if ((c->local_shut & 3u) == 3u)
-					conn_watch_deadline(c, DEV_CLOSE_TIMEOUT_MS);
-			}
-		} else {
-			break;
-		}
+		ret = conn_rx_next(c, &p->rc);
+		if (ret == 1)
+			break; /* nothing more to send now */
 		if (ret == -EAGAIN) {
-			pthread_mutex_lock(&p->lock);
-			pump_set_starved(p, true);
-			pthread_mutex_unlock(&p->lock);
-			/* Re-check after asking for a kick: buffers may have come. */
-			if (slot_get(p, 0)) {
-				pthread_mutex_lock(&p->lock);
-				pump_set_starved(p, false);
-				pthread_mutex_unlock(&p->lock);
+			if (!pump_starve(p))
 				continue;
-			}
-			ask_chains(p);
 			res = SERVE_BLOCKED;
 			break;
 		}
@@ -565,19 +244,19 @@ static enum serve_result serve(struct pump *p, struct conn *c)
 	}
 	if (!budget)
 		res = SERVE_REQUEUE;
-	if (c->state == CONN_CLOSED && !(c->pending & PEND_RST)) {
+	if (conn_retirable(c)) {
 		retire(p, c);
 		res = SERVE_DONE;
 	}
 	/*
 	 * The packets of @c go into the used ring before its lock is let go:
 	 * the control thread may put a CREDIT_UPDATE of @c on the RX queue at
-	 * once (conn_maybe_credit()), and the guest takes the fwd_cnt of every
+	 * once (conn_handle_tx(): struct conn_ops credit_now), and the guest takes the fwd_cnt of every
 	 * packet as it comes (Linux virtio_transport_space_update()), so a
 	 * packet of ours published after that update would take its credit
 	 * back, and a guest waiting for credit would wait forever.
 	 */
-	done_publish(p);
+	rxq_publish(&p->rc);
 out:
 	pthread_mutex_unlock(&c->lock);
 	return res;
@@ -593,31 +272,25 @@ static bool serve_raw(struct pump *p)
 
 		if (pump_starved(p))
 			return false;
-		pthread_mutex_lock(&dev->raw_lock);
-		if (!dev->raw_n) {
-			pthread_mutex_unlock(&dev->raw_lock);
+		if (!rawq_peek(&dev->raw, &h))
 			return true;
-		}
-		h = dev->raw[0];
-		pthread_mutex_unlock(&dev->raw_lock);
 		if (emit_hdr(p, &h)) {
-			pthread_mutex_lock(&p->lock);
-			pump_set_starved(p, true);
-			pthread_mutex_unlock(&p->lock);
-			if (slot_get(p, 0)) {
-				pthread_mutex_lock(&p->lock);
-				pump_set_starved(p, false);
-				pthread_mutex_unlock(&p->lock);
+			if (!pump_starve(p))
 				continue;
-			}
-			ask_chains(p);
 			return false;
 		}
-		pthread_mutex_lock(&dev->raw_lock);
-		memmove(&dev->raw[0], &dev->raw[1], (dev->raw_n - 1) * sizeof(dev->raw[0]));
-		__atomic_store_n(&dev->raw_n, dev->raw_n - 1, __ATOMIC_RELAXED);
-		pthread_mutex_unlock(&dev->raw_lock);
+		rawq_pop(&dev->raw);
 	}
+}
+
+/* Pump 0: then the packets other guests routed to this one (router.c). */
+static void serve_routed(struct pump *p)
+{
+	unsigned int budget = ROUTE_RX_BUDGET;
+
+	while (!pump_starved(p) && route_rx_serve(p->dev->route, &p->rc, &budget) == -EAGAIN &&
+	       !pump_starve(p))
+		;
 }
 
 static void free_zombies(struct pump *p)
@@ -642,16 +315,8 @@ static void handle_event(struct pump *p, const struct epoll_event *ev)
 		return;
 	}
 	pthread_mutex_lock(&c->lock);
-	if (!c->retired) {
-		if (ev->events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-			c->host_readable = true;
-		if (ev->events & EPOLLHUP)
-			c->host_hup = true;
-		if (ev->events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-			c->host_rdhup = true;
-		if (ev->events & EPOLLOUT)
-			c->want_flush = true;
-	}
+	if (!c->retired)
+		conn_host_event(c, ev->events);
 	pthread_mutex_unlock(&c->lock);
 	pump_enqueue(c);
 }
@@ -698,8 +363,8 @@ static void serve_work(struct pump *p)
 		conn_put(c);
 	}
 	if (p->id == 0 && serve_raw(p))
-		route_rx_serve(p); /* packets from other guests (router.c) */
-	done_flush(p);
+		serve_routed(p);
+	rxq_flush(&p->rc);
 }
 
 void pump_step(struct pump *p)
@@ -716,8 +381,9 @@ void pump_step(struct pump *p)
 
 void pump_step_end(struct pump *p)
 {
-	done_flush(p);
-	cache_return(p);
+	rxq_flush(&p->rc);
+	if (rxq_cache_return(&p->rc))
+		pump_rx_kicked(p->dev);
 	free_zombies(p);
 }
 
@@ -735,21 +401,20 @@ static void *pump_main(void *arg)
 		int n, i;
 
 		free_zombies(p);
-		raw = p->id == 0 &&
-		      (__atomic_load_n(&dev->raw_n, __ATOMIC_RELAXED) || route_rx_pending(dev));
+		raw = p->id == 0 && (rawq_pending(&dev->raw) || route_rx_pending(dev->route));
 		pthread_mutex_lock(&p->lock);
 		idle = !p->work_head && !(raw && !p->starved);
 		pthread_mutex_unlock(&p->lock);
 		if (idle) {
-			done_flush(p);
+			rxq_flush(&p->rc);
 			/*
 			 * Keep the reserved chains for the next round unless a
 			 * starved pump asked for them: moving them to the pool
 			 * and back on every idle turn cost more than the rest
 			 * of a small packet's path.
 			 */
-			if (atomic_exchange(&p->give_back, false))
-				cache_return(p);
+			if (atomic_exchange(&p->give_back, false) && rxq_cache_return(&p->rc))
+				pump_rx_kicked(dev);
 			pthread_mutex_lock(&p->lock);
 			idle = !p->work_head;
 			p->sleeping = idle;
@@ -766,8 +431,9 @@ static void *pump_main(void *arg)
 
 		serve_work(p);
 	}
-	done_flush(p);
-	cache_return(p);
+	rxq_flush(&p->rc);
+	if (rxq_cache_return(&p->rc))
+		pump_rx_kicked(dev);
 	return NULL;
 }
 
@@ -787,4 +453,13 @@ void pump_stop(struct pump *p)
 	pthread_join(p->thread, NULL);
 	p->running = false;
 	free_zombies(p);
+}
+
+void rx_return_all(struct vsock_dev *dev, bool give_back)
+{
+	unsigned int i;
+
+	for (i = 0; i < dev->n_pumps; i++)
+		rxq_cache_return(&dev->pumps[i].rc);
+	rxq_return_pool(&dev->rx, give_back);
 }

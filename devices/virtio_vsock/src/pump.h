@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The RX pump threads (rx_pump.c): each owns a shard of connections in its
+ * own epoll and sends every packet of those connections to the guest
+ * (conn_rx_next()); pump 0 also the connection-less RSTs (rawq.h) and the
+ * packets other guests routed here (router.h).
+ *
+ * Locking: pump->lock protects the fields said below; taken after a
+ * conn->lock, never before one.
+ */
+#ifndef SKIFF_VSOCK_PUMP_H
+#define SKIFF_VSOCK_PUMP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "rxq.h"
+
+struct conn;
+struct vsock_dev;
+
+struct pump {
+	struct vsock_dev *dev;
+	unsigned int id;
+	pthread_t thread;
+	bool running;
+	int epfd;
+	int wake_fd; /* eventfd: work queued, RX buffers, stop */
+
+	pthread_mutex_t lock; /* protects work, blocked, sleeping, starved */
+	struct conn *work_head, *work_tail; /* connections with something to do */
+	struct conn *blocked; /* waiting for RX buffers */
+	bool sleeping; /* in epoll_wait with nothing to do */
+	/*
+	 * Found no RX buffer; waits for a kick. Written under lock only
+	 * (pump_set_starved()); the pump reads it without the lock as a hint
+	 * while serving (pump_starved()), so every access outside the lock is
+	 * atomic. A stale value costs one round: the decision that parks a
+	 * connection is made again under lock (pump_main()).
+	 */
+	bool starved;
+	atomic_bool give_back; /* a starved pump asks for this one's reserved chains */
+
+	/* Owned by the pump thread. */
+	struct rxq_cache rc; /* reserved RX chains, used entries not published yet */
+	struct conn *zombies; /* retired, reference dropped at the next loop top */
+};
+
+int pump_start(struct vsock_dev *dev, struct pump *p);
+void pump_stop(struct pump *p);
+/* pump_wake() - make the pump look at its work list (thread safe). */
+void pump_wake(struct pump *p);
+/* pump_enqueue() - add @c to its pump's work list (takes a reference) and wake it. */
+void pump_enqueue(struct conn *c);
+/*
+ * pump_defer_wakes() / pump_flush_wakes() - around a conn->lock section of
+ * the calling thread: pump_enqueue() then leaves the eventfd write to
+ * pump_flush_wakes(), called after the unlock. A pump woken earlier would
+ * first block on that same conn->lock (a futex sleep and a second wake-up).
+ */
+void pump_defer_wakes(void);
+void pump_flush_wakes(void);
+/*
+ * pump_watch() - hand @c to its pump: take the pump's ownership reference
+ * (always, dropped when the pump retires @c or forget_conn() drops it), then
+ * add @c's fd to the pump's epoll. Caller holds c->lock.
+ * Return: 0, or -errno of EPOLL_CTL_ADD (ENOMEM; ENOSPC at the per-user
+ * fs.epoll.max_user_watches): @c is the pump's all the same, and the caller
+ * resets it (conn_reset()), which the pump then retires.
+ */
+int pump_watch(struct conn *c);
+/*
+ * pump_set_out() - add (re-arm, after EAGAIN or a backlog append) or remove
+ * EPOLLOUT interest for @c (caller holds c->lock).
+ * Return: 0, or -errno (ENOMEM) of EPOLL_CTL_MOD when adding failed: the
+ * backlog would never be written, the caller resets @c.
+ */
+int pump_set_out(struct conn *c, bool on);
+/*
+ * pump_starved() - whether @p found no RX buffer, read without p->lock: a
+ * hint (see struct pump); any thread.
+ */
+static inline bool pump_starved(const struct pump *p)
+{
+	return __atomic_load_n(&p->starved, __ATOMIC_RELAXED);
+}
+
+/* pump_set_starved() - mark @p starved or not; the caller holds p->lock. */
+static inline void pump_set_starved(struct pump *p, bool starved)
+{
+	__atomic_store_n(&p->starved, starved, __ATOMIC_RELAXED);
+}
+
+/* pump_rx_kicked() - the guest added RX buffers: wake starved pumps. */
+void pump_rx_kicked(struct vsock_dev *dev);
+/*
+ * rx_return_all() - threads stopped: forget every reserved, unused RX chain.
+ * With @give_back, un-pop them when they are the last ones popped, or else
+ * return them to the driver empty (used length 0): rxq_return_pool().
+ */
+void rx_return_all(struct vsock_dev *dev, bool give_back);
+/*
+ * pump_starve() - @p found no RX chain: mark it starved (an RX kick or
+ * chains returned to the pool unstarve it: pump_rx_kicked()), re-check the
+ * queue, which may have got buffers meanwhile, and if still empty ask the
+ * other pumps for the chains they keep. Pump @p's thread.
+ * Return: true when @p stays starved; false when chains came (go on).
+ */
+bool pump_starve(struct pump *p);
+
+#endif
