@@ -35,7 +35,10 @@
  * Other options: --type stream|seqpacket, --conns N, --seed S, --peer-seed S (default:
  * --seed), --chunk BYTES (read/write size, default 64K), --msg-sizes A,B,..,
  * --eor (send with MSG_EOR, require MSG_EOR on receipt), --rcvlowat N, --buf-size BYTES
- * (SO_VM_SOCKETS_BUFFER_SIZE), --connect-timeout MS, --timeout S (default 60),
+ * (SO_VM_SOCKETS_BUFFER_SIZE), --recv-rate BYTES (stream: read at most that many bytes per
+ * second, a slow reader), --recv-stall MS (stream: sleep that long once, after the first
+ * bytes arrive),
+ * --connect-timeout MS, --timeout S (default 60),
  * --verbose (one VSOCK-CONN line per connection). Sizes take K, M, G suffixes (binary).
  *
  * Output: listen prints "VSOCK-TOOL-LISTENING port=P" (uds: "... path=PATH") once it
@@ -90,6 +93,8 @@ struct opts {
 	int expect_errno;
 	int rcvlowat;
 	uint64_t buf_size;
+	uint64_t recv_rate; /* bytes per second, 0: as fast as possible */
+	unsigned int recv_stall_ms;
 	unsigned int connect_timeout_ms;
 	unsigned int timeout_s;
 	bool uds; /* host side: hybrid Unix sockets instead of AF_VSOCK */
@@ -357,6 +362,37 @@ out:
 	free(buf);
 }
 
+/*
+ * The slow reader of --recv-stall and --recv-rate: called after each read with the bytes
+ * received so far (@off) since @t0 (now_ns()); sleeps the stall once, after the first
+ * bytes, and then as long as @off is ahead of the rate.
+ */
+static void recv_pace(const struct opts *o, uint64_t off, uint64_t t0, bool *stalled)
+{
+	uint64_t due_ns, el;
+	struct timespec ts;
+
+	if (o->recv_stall_ms && !*stalled) {
+		*stalled = true;
+		ts.tv_sec = o->recv_stall_ms / 1000;
+		ts.tv_nsec = (long)(o->recv_stall_ms % 1000) * 1000000L;
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
+	if (!o->recv_rate)
+		return;
+	/* off / rate seconds: in ns without overflow for any off below 2^64 / 1e9 * rate */
+	due_ns = off / o->recv_rate * 1000000000ull +
+		 off % o->recv_rate * 1000000000ull / o->recv_rate;
+	el = now_ns() - t0;
+	if (due_ns <= el)
+		return;
+	ts.tv_sec = (time_t)((due_ns - el) / 1000000000ull);
+	ts.tv_nsec = (long)((due_ns - el) % 1000000000ull);
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
 /* Receive the plan's data and check every byte, message length and the EOF. */
 static void do_recv(struct conn *c)
 {
@@ -364,6 +400,8 @@ static void do_recv(struct conn *c)
 	uint64_t seed = o->peer_seed + c->idx, off = 0, k;
 	size_t blen = o->type == SOCK_STREAM ? o->chunk : o->max_size + 1;
 	uint8_t *buf = malloc(blen), *want = malloc(blen);
+	uint64_t t0 = now_ns();
+	bool stalled = false;
 	ssize_t n;
 
 	c->recv_fnv = SKIFF_FNV_INIT;
@@ -422,6 +460,7 @@ static void do_recv(struct conn *c)
 			c->recv_fnv = skiff_fnv1a(c->recv_fnv, buf, (size_t)n);
 			off += (uint64_t)n;
 			c->received = off;
+			recv_pace(o, off, t0, &stalled);
 		}
 	} else {
 		for (k = 0; k < o->recv_n; k++) {
@@ -943,6 +982,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		O_SEED,
 		O_PEER_SEED,
 		O_CHUNK,
+		O_RATE,
+		O_STALL,
 		O_SIZES,
 		O_PING,
 		O_EXPECT,
@@ -975,6 +1016,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "eor", 0, NULL, O_EOR },
 		{ "rcvlowat", 1, NULL, O_LOWAT },
 		{ "buf-size", 1, NULL, O_BUF },
+		{ "recv-rate", 1, NULL, O_RATE },
+		{ "recv-stall", 1, NULL, O_STALL },
 		{ "connect-timeout", 1, NULL, O_CTMO },
 		{ "timeout", 1, NULL, O_TMO },
 		{ "type", 1, NULL, O_TYPE },
@@ -1076,6 +1119,17 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case O_BUF:
 			o->buf_size = parse_size(optarg);
 			break;
+		case O_RATE:
+			o->recv_rate = parse_size(optarg);
+			break;
+		case O_STALL: {
+			uint64_t ms = parse_size(optarg);
+
+			if (ms > 3600000)
+				usage();
+			o->recv_stall_ms = (unsigned int)ms;
+			break;
+		}
 		case O_CTMO:
 			o->connect_timeout_ms = (unsigned int)parse_size(optarg);
 			break;

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pattern  # noqa: E402
@@ -128,6 +129,17 @@ def main():
     rc, kv, out = run_tool("connect", s_addr + ":1", "--pingpong", "200", "--chunk", "100")
     check("ping-pong", rc == 0 and kv.get("round_trips") == "200"
           and int(kv.get("rtt_min_ns", "0")) > 0, out)
+
+    # The slow reader: 64 KiB at 256 KiB/s cannot take less than 0.25 s, nor a 300 ms stall
+    # less than 0.3 s (lower bounds only: a loaded machine is slower, never faster).
+    for args, least, name in ((("--recv-rate", "256K"), 0.25, "--recv-rate paces the reader"),
+                              (("--recv-stall", "300"), 0.3, "--recv-stall stalls the reader")):
+        t0 = time.monotonic()
+        rc, kv, out = run_tool("connect", s_addr + ":1", "--send", str(n), "--recv", str(n),
+                               "--shut-wr", "--chunk", "4096", *args)
+        took = time.monotonic() - t0
+        check(name, rc == 0 and kv.get("received") == str(n) and took >= least,
+              "%.3f s; %s" % (took, out))
 
     sizes = [1, 17, 4096, 65536, 9]
     rc, kv, out = run_tool("connect", q_addr + ":1", "--type", "seqpacket", "--send", "50",
