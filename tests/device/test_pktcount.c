@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -111,12 +112,15 @@ static void tiny_writes(size_t len, unsigned int stall_ms, unsigned int gap_us, 
 	sim_drv_get_stats(fx.drv, &ds);
 	fx_counters(&fx, &dc);
 	bound = 256u * 1024 / 2048;
-	ck_assert_msg(!ci.reset && !ds.pkt_overhead_resets,
-		      "the guest reset the connection");
+	ck_assert_msg(!ci.reset && !ds.pkt_overhead_resets, "the guest reset the connection");
 	ck_assert_msg(ci.rx_queued_pkts_max <= bound,
 		      "%u RX packets in flight at once, bound %u (%llu RX packets, %llu stalls)",
 		      ci.rx_queued_pkts_max, bound, (unsigned long long)dc.rx_pkts,
 		      (unsigned long long)dc.rx_pkt_limit_stalls);
+	printf("tiny_writes(%zu, stall %u ms, gap %u us, mrg %d): %llu RX packets, at most %u "
+	       "unconsumed (bound %u), %llu stalls at the bound\n",
+	       len, stall_ms, gap_us, mrg, (unsigned long long)dc.rx_pkts, ci.rx_queued_pkts_max,
+	       bound, (unsigned long long)dc.rx_pkt_limit_stalls);
 	close(w.fd);
 	sim_close(c, FX_T);
 	close(lfd);
