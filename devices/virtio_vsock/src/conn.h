@@ -108,8 +108,8 @@ enum conn_state {
  * gather in the host socket, to go out in fewer, larger packets once the
  * guest's fwd_cnt moves. Guests say little about fwd_cnt (Linux sends a
  * CREDIT_UPDATE when its free space falls under 64 KiB or, since 6.8, when
- * its queue runs dry), so the device asks with a CREDIT_REQUEST when half
- * the limit is reached, and while held at the limit again every
+ * its queue runs dry), so the device asks with a CREDIT_REQUEST at three
+ * quarters of the limit, and while held at the limit again every
  * CONN_PKT_POLL_MIN_MS, doubling up to CONN_PKT_POLL_MAX_MS.
  */
 #define CONN_PKT_CHARGE 2048u
