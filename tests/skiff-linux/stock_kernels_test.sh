@@ -133,6 +133,12 @@ bash "$repo/scripts/machine-info.sh" --kvm | grep -qx hardware || {
 	echo "stock_kernels_test: FAIL: /dev/kvm here is not hardware virtualization"
 	exit 1
 }
+# No kernel to boot is a failure, not a pass (the list lives in the work directory, which
+# the emulated host must see: a build directory under /tmp is not shared with it).
+[ -s "$list" ] || {
+	echo "stock_kernels_test: FAIL: no kernel list at $list (is the build directory under /tmp?)"
+	exit 1
+}
 while read -r suite rel kernel initrd pkgs; do
 	# shellcheck disable=SC2086 # one word per package
 	run_case "$suite" "$rel" "$kernel" "$initrd" $pkgs </dev/null
