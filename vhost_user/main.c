@@ -179,8 +179,10 @@ static void print_dev_counters(const struct guest *g)
 		c.conns_closed, c.dev_resets);
 	fprintf(stderr,
 		"skiff-vsock:%s rx_chains_max %" PRIu64 " conns_open %" PRIu64 " host_fds %" PRIu64
-		" conns_refused %" PRIu64 " stray_pkts %" PRIu64 "\n",
-		who, c.rx_chains_max, c.conns_open, c.host_fds, c.conns_refused, c.stray_pkts);
+		" conns_refused %" PRIu64 " stray_pkts %" PRIu64 " rx_pkt_limit_stalls %" PRIu64
+		"\n",
+		who, c.rx_chains_max, c.conns_open, c.host_fds, c.conns_refused, c.stray_pkts,
+		c.rx_pkt_limit_stalls);
 }
 
 /* SIGUSR1: print the device counters (thread safe), keep running. */

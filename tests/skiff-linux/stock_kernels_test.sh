@@ -64,6 +64,7 @@ fi
 
 set +e
 build=$2 list=$3 mib=$4
+small_kib=256 # the 1-byte-writes case: KiB
 skiff=$build/vmm/skiff
 tool=$build/tests/guest-programs/vsock-tool
 # shellcheck source=tests/skiff-linux/lib.sh
@@ -83,15 +84,27 @@ run_case() {
 	d=$(mktemp -d /tmp/skiff-stock.XXXXXX)
 	t0=$(date +%s.%N)
 	skl_listen "$d" "$mib" 400
+	# Many tiny packets at a slow reader (issue 21): the host writes SMALL_KIB KiB one
+	# byte per send(); the guest stalls 2 s after the first byte, then reads at 64 KiB/s.
+	"$tool" listen "uds:$d/v.sock_5002" --send "${small_kib}K" --seed 44 --chunk 1 \
+		--timeout 400 >"$d/h-small" 2>&1 &
+	for _ in $(seq 100); do
+		grep -q LISTENING "$d/h-small" && break
+		sleep 0.1
+	done
 	guest="echo STOCK-CMDLINE-MMIO \$(grep -o 'virtio_mmio[^ ]*' /proc/cmdline)
 for f in /sys/bus/virtio/devices/*; do
 	[ \"\$(cat \$f/device)\" = 0x0013 ] && echo STOCK-VSOCK-DEV \$(readlink -f \$f)
 done
 dmesg | grep -i -E 'virtio|vsock|LNRO|insmod' | sed 's/^/STOCK-DMESG /'
 grep -i -E 'virtio|LNRO' /proc/interrupts | sed 's/^ */STOCK-IRQ /'
-$(skl_guest_transfer "$mib")"
+$(skl_guest_transfer "$mib")
+vsock-tool connect 2:5002 --recv ${small_kib}K --peer-seed 44 --recv-stall 2000 --recv-rate 64K --connect-timeout 30000 --timeout 100 >/tmp/small 2>&1
+r=\$?
+sed 's/^/SMALL /' /tmp/small
+echo SKIFF-SMALL rc=\$r"
 	rc=0
-	timeout -k 5 400 "$skiff" run --kernel "$kernel" --initrd "$initrd" \
+	SKIFF_STATS=$d/stats timeout -k 5 400 "$skiff" run --kernel "$kernel" --initrd "$initrd" \
 		--mem 256M --console "file:$d/console" \
 		--cmdline "console=ttyS0 quiet noxsave reboot=k panic=-1 no_timer_check skiff.run64=$(printf '%s' "$guest" | base64 -w0)" \
 		--vsock "cid=3,uds=$d/v.sock" 2>"$d/skiff" || rc=$?
@@ -105,8 +118,11 @@ $(skl_guest_transfer "$mib")"
 	[ "$(printf '%s\n' "$devs" | grep -c .)" = 1 ] && [[ $devs == */LNRO0005:00/virtio* ]] ||
 		fail "want one virtio-vsock device under the ACPI device LNRO0005:00, have: ${devs:-none}"
 	grep -q '^STOCK-IRQ .*5-edge' "$d/console.txt" || fail "the device's interrupt is not IO-APIC 5-edge"
-	printf 'stock_kernels_test: %s: device %s, %s MiB each way, %.1f s wall (boot to reboot)\n' \
-		"$case" "${devs:-none}" "$mib" "$(echo "$t1 - $t0" | bc)"
+	grep -qx 'SKIFF-SMALL rc=0' "$d/console.txt" && [ -n "$(skl_fnv "$d/h-small" send_fnv)" ] &&
+		[ "$(skl_fnv "$d/h-small" send_fnv)" = "$(sed -n 's/^SMALL //p' "$d/console.txt" >"$d/small" && skl_fnv "$d/small" recv_fnv)" ] ||
+		fail "${small_kib} KiB in 1-byte writes to a slow reader: guest $(grep -h 'SKIFF-SMALL' "$d/console.txt" || echo 'no result'), host $(grep -h 'VSOCK-TOOL status' "$d/h-small" || echo 'no result')"
+	printf 'stock_kernels_test: %s: device %s, %s MiB each way, %.1f s wall (boot to reboot); %s KiB in 1-byte writes, RX packets in all: %s\n' \
+		"$case" "${devs:-none}" "$mib" "$(echo "$t1 - $t0" | bc)" "$small_kib" "$(sed -n 's/^vsock_rx_pkts=//p' "$d/stats" 2>/dev/null | head -n1)"
 	sed -n 's/^STOCK-DMESG /  dmesg: /p; s/^STOCK-IRQ /  \/proc\/interrupts: /p' "$d/console.txt"
 	[ $failed = 1 ] && skl_show_failure "$d"
 	rm -rf "$d"
@@ -115,6 +131,12 @@ $(skl_guest_transfer "$mib")"
 
 bash "$repo/scripts/machine-info.sh" --kvm | grep -qx hardware || {
 	echo "stock_kernels_test: FAIL: /dev/kvm here is not hardware virtualization"
+	exit 1
+}
+# No kernel to boot is a failure, not a pass (the list lives in the work directory, which
+# the emulated host must see: a build directory under /tmp is not shared with it).
+[ -s "$list" ] || {
+	echo "stock_kernels_test: FAIL: no kernel list at $list (is the build directory under /tmp?)"
 	exit 1
 }
 while read -r suite rel kernel initrd pkgs; do

@@ -90,6 +90,7 @@ static void conn_free(struct sim_conn *c)
 	free(c->ring);
 	free(c->end_at);
 	free(c->end_flags);
+	free(c->pkt_end);
 	free(c);
 }
 
@@ -111,11 +112,39 @@ static void conn_ctl(struct sim_conn *c, uint16_t op, uint32_t flags)
 	sim__queue_ctl(c->drv, &hdr);
 }
 
+/* Note an RW packet ending at rx_cnt @end as queued. Return: 0, -ENOMEM. */
+static int pkts_push(struct sim_conn *c, uint32_t end)
+{
+	if (c->npkts == c->pkts_cap) {
+		unsigned int cap = c->pkts_cap ? c->pkts_cap * 2 : 64, i;
+		uint32_t *a = malloc(cap * sizeof(*a));
+
+		if (!a)
+			return -ENOMEM;
+		for (i = 0; i < c->npkts; i++)
+			a[i] = c->pkt_end[(c->pkts_head + i) % c->pkts_cap];
+		free(c->pkt_end);
+		c->pkt_end = a;
+		c->pkts_cap = cap;
+		c->pkts_head = 0;
+	}
+	c->pkt_end[(c->pkts_head + c->npkts) % c->pkts_cap] = end;
+	c->npkts++;
+	if (c->npkts > c->npkts_max)
+		c->npkts_max = c->npkts;
+	return 0;
+}
+
 static void conn_consumed(struct sim_conn *c, uint32_t n)
 {
 	uint32_t free_space;
 
 	c->fwd_cnt += n;
+	/* packets wholly consumed leave the queue (u32 counters, modulo 2^32) */
+	while (c->npkts && (int32_t)(c->fwd_cnt - c->pkt_end[c->pkts_head]) >= 0) {
+		c->pkts_head = (c->pkts_head + 1) % c->pkts_cap;
+		c->npkts--;
+	}
 	free_space = c->buf_alloc - (c->fwd_cnt - c->adv_fwd_cnt);
 	if (free_space < VIRTIO_VSOCK_MAX_PKT_BUF_SIZE && !c->reset && !c->done && c->in_table)
 		conn_ctl(c, VIRTIO_VSOCK_OP_CREDIT_UPDATE, 0);
@@ -216,6 +245,19 @@ static void conn_rw(struct sim_conn *c, const struct virtio_vsock_hdr *hdr, cons
 		c->rx_cnt += len;
 		c->sink(c->sink_opaque, iov, iovcnt, len, hdr->flags);
 		conn_consumed(c, len);
+		return;
+	}
+	if (drv->cfg.rx_pkt_overhead && len &&
+	    (uint64_t)(c->npkts + 1) * drv->cfg.rx_pkt_overhead > c->buf_alloc) {
+		/* a 6.12.92+ guest: too many skbs queued for buf_alloc */
+		drv->stats.pkt_overhead_resets++;
+		conn_ctl(c, VIRTIO_VSOCK_OP_RST, 0);
+		c->reset = true;
+		conn_unlink(c);
+		return;
+	}
+	if (len && pkts_push(c, c->rx_cnt + len)) {
+		sim__proto_error(drv, "out of memory for queued packets");
 		return;
 	}
 	ring_put(c, iov, iovcnt);
@@ -773,6 +815,8 @@ void sim_conn_info(struct sim_conn *c, struct sim_conn_info *out)
 		.rx_cnt = c->rx_cnt,
 		.fwd_cnt = c->fwd_cnt,
 		.rx_queued = c->ring_len,
+		.rx_queued_pkts = c->npkts,
+		.rx_queued_pkts_max = c->npkts_max,
 		.credit_updates_rx = c->credit_updates_rx,
 	};
 	pthread_mutex_unlock(&drv->lock);

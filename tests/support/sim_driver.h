@@ -110,6 +110,15 @@ struct sim_drv_config {
 	 * megabytes are read from DRAM, a cost a real guest does not impose.
 	 */
 	bool lifo_descs;
+	/*
+	 * The per-packet receive overhead a guest charges against buf_alloc:
+	 * 0 (Linux 6.1, which counts payload bytes only), or the SKB_TRUESIZE(0)
+	 * of a guest from 6.12.92 on, which resets a connection when an RW packet
+	 * arrives while (queued packets + 1) x overhead > buf_alloc. Every
+	 * unconsumed RW packet counts as queued (Linux may merge a small payload
+	 * into the previous skb; this driver never does, so it is the stricter).
+	 */
+	uint32_t rx_pkt_overhead;
 };
 
 /* Driver-side statistics, monotonic since create. */
@@ -131,6 +140,7 @@ struct sim_drv_stats {
 	uint64_t credit_violations; /* device sent beyond our credit */
 	uint64_t stale_fwd_cnt; /* packets with an older fwd_cnt than one before (also an error) */
 	uint64_t proto_errors; /* anything else the device got wrong */
+	uint64_t pkt_overhead_resets; /* connections reset by the rx_pkt_overhead rule */
 };
 
 /*
@@ -364,6 +374,8 @@ struct sim_conn_info {
 	uint32_t rx_cnt; /* payload bytes received */
 	uint32_t fwd_cnt; /* bytes consumed */
 	uint32_t rx_queued; /* received, not yet consumed */
+	uint32_t rx_queued_pkts; /* RW packets not wholly consumed */
+	uint32_t rx_queued_pkts_max; /* the most there ever were at once */
 	uint64_t credit_updates_rx; /* CREDIT_UPDATE packets from the device */
 };
 void sim_conn_info(struct sim_conn *c, struct sim_conn_info *out);

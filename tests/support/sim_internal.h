@@ -92,6 +92,12 @@ struct sim_conn {
 	/* SEQPACKET: message ends, as rx_cnt values, FIFO */
 	uint32_t *end_at, *end_flags;
 	unsigned int ends_cap, ends_head, nends;
+	/*
+	 * RW packets received and not wholly consumed, as their end (rx_cnt after
+	 * each), FIFO: the skbs a Linux guest would hold in its rx_queue.
+	 */
+	uint32_t *pkt_end;
+	unsigned int pkts_cap, pkts_head, npkts, npkts_max;
 	sim_sink_fn sink;
 	void *sink_opaque;
 	uint64_t credit_updates_rx;

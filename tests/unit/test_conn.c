@@ -9,7 +9,7 @@
  * wrap both ways, a guest overrunning our credit, half-close in both
  * orders, SEQPACKET framing both ways, the TX batch, and the deadlines of a
  * host-initiated REQUEST and of our SHUTDOWN (restarted while the guest's
- * fwd_cnt moves).
+ * fwd_cnt moves), the RX packet bound (held data, CREDIT_REQUEST polling).
  */
 #include <check.h>
 #include <errno.h>
@@ -494,22 +494,31 @@ START_TEST(credit_wrap_h2g)
 	ck_assert_int_eq(write(host, "0123456789abcdefghij", 20), 20);
 	event(c, EPOLLIN);
 	rx_post(4);
-	ck_assert_int_eq(pump(c), 1); /* one packet: the credit is used up */
+	/*
+	 * One packet: the credit is used up. At buf_alloc 20 the RX packet
+	 * bound is one packet, so a CREDIT_REQUEST follows it.
+	 */
+	ck_assert_int_eq(pump(c), 2);
 	ck_assert(rx_take(&h, got, sizeof(got)));
 	ck_assert_uint_eq(h.op, VIRTIO_VSOCK_OP_RW);
 	ck_assert_uint_eq(h.len, 12);
 	ck_assert_mem_eq(got, "0123456789ab", 12);
 	ck_assert_uint_eq(c->h2g_sent, 4);
 	ck_assert_uint_eq(conn_credit_avail(c), 0);
+	ck_assert(rx_take(&h, NULL, 0));
+	ck_assert_uint_eq(h.op, VIRTIO_VSOCK_OP_CREDIT_REQUEST);
 	ck_assert(!rx_take(&h, NULL, 0));
-	/* The guest consumed everything: the rest goes. */
+	/* The guest consumed everything: the rest goes (and another CREDIT_REQUEST). */
 	g.fwd_cnt = 4;
 	conn_handle_tx(c, &g, NULL, 0, &batch);
 	ck_assert_uint_eq(conn_credit_avail(c), 20);
-	ck_assert_int_eq(pump(c), 1);
+	ck_assert_int_eq(pump(c), 2);
 	ck_assert(rx_take(&h, got, sizeof(got)));
+	ck_assert_uint_eq(h.op, VIRTIO_VSOCK_OP_RW);
 	ck_assert_uint_eq(h.len, 8);
 	ck_assert_mem_eq(got, "cdefghij", 8);
+	ck_assert(rx_take(&h, NULL, 0));
+	ck_assert_uint_eq(h.op, VIRTIO_VSOCK_OP_CREDIT_REQUEST);
 	/* A guest claiming to have read more than we sent gives no credit. */
 	g.fwd_cnt = 100;
 	conn_handle_tx(c, &g, NULL, 0, &batch);
@@ -633,6 +642,16 @@ START_TEST(seqpacket_framing)
 }
 END_TEST
 
+/* The guest tells @c its buf_alloc (a CREDIT_UPDATE, fwd_cnt 0); returns that header to reuse. */
+static struct virtio_vsock_hdr guest_buf(struct conn *c, uint32_t buf_alloc)
+{
+	struct virtio_vsock_hdr g = pkt(c, VIRTIO_VSOCK_OP_CREDIT_UPDATE, 0, 0);
+
+	g.buf_alloc = buf_alloc;
+	conn_handle_tx(c, &g, NULL, 0, &batch);
+	return g;
+}
+
 /* A host message larger than the guest's credit goes in fragments, EOM on the last. */
 START_TEST(seqpacket_fragments)
 {
@@ -641,9 +660,7 @@ START_TEST(seqpacket_fragments)
 	char got[32];
 
 	establish(c);
-	g = pkt(c, VIRTIO_VSOCK_OP_CREDIT_UPDATE, 0, 0);
-	g.buf_alloc = 4;
-	conn_handle_tx(c, &g, NULL, 0, &batch);
+	g = guest_buf(c, 4);
 	ck_assert_int_eq(send(host, "abcdefghij", 10, 0), 10);
 	event(c, EPOLLIN);
 	rx_post(4);
@@ -651,6 +668,9 @@ START_TEST(seqpacket_fragments)
 	ck_assert(rx_take(&h, got, sizeof(got)));
 	ck_assert_uint_eq(h.len, 4);
 	ck_assert_uint_eq(h.flags & VIRTIO_VSOCK_SEQ_EOM, 0);
+	/* buf_alloc 4: a bound of one RX packet, so a CREDIT_REQUEST follows */
+	ck_assert(rx_take(&h, NULL, 0));
+	ck_assert_uint_eq(h.op, VIRTIO_VSOCK_OP_CREDIT_REQUEST);
 	ck_assert(!rx_take(&h, NULL, 0));
 	g.fwd_cnt = 4;
 	g.buf_alloc = 64;
@@ -716,6 +736,99 @@ static unsigned int tick(void)
 	}
 	return n;
 }
+
+/*
+ * The RX packet bound (conn.h, CONN_PKT_CHARGE): at buf_alloc 4096 the guest may
+ * hold two unconsumed RW packets. The second makes the device ask for fwd_cnt
+ * and holds the data; while held a timer asks again (1, 2, 4 ms ...);
+ * the guest's fwd_cnt passing the first packet's end releases the rest in one
+ * packet.
+ */
+START_TEST(rx_pkt_bound_holds_and_polls)
+{
+	struct conn *c = make(SOCK_STREAM, true);
+	struct virtio_vsock_hdr h, g;
+	char got[64];
+
+	establish(c);
+	g = guest_buf(c, 4096);
+	ck_assert_uint_eq(conn_rx_pkt_limit(c), 2);
+	rx_post(8);
+	ck_assert_int_eq(write(host, "a", 1), 1);
+	event(c, EPOLLIN);
+	ck_assert_int_eq(pump(c), 1);
+	ck_assert(rx_take(&h, got, sizeof(got)));
+	ck_assert_uint_eq(h.op, VIRTIO_VSOCK_OP_RW);
+	ck_assert_int_eq(write(host, "b", 1), 1);
+	event(c, EPOLLIN);
+	ck_assert_int_eq(pump(c), 2);
+	ck_assert(rx_take(&h, got, sizeof(got)));
+	ck_assert_uint_eq(h.len, 1);
+	ck_assert(rx_take(&h, NULL, 0));
+	ck_assert_uint_eq(h.op, VIRTIO_VSOCK_OP_CREDIT_REQUEST);
+	ck_assert_uint_eq(ctr.rx_pkt_limit_stalls, 1);
+	ck_assert(c->kq.queued);
+	/* Held: host bytes wait in the socket, nothing goes. */
+	ck_assert_int_eq(write(host, "cd", 2), 2);
+	event(c, EPOLLIN);
+	ck_assert(!conn_rx_wanted(c));
+	ck_assert_int_eq(pump(c), 0);
+	ck_assert(!rx_take(&h, NULL, 0));
+	/* The poll: a CREDIT_REQUEST after 1 ms, the next 2 ms later. */
+	fake_now += 1;
+	ck_assert_uint_eq(tick(), 1);
+	ck_assert_int_eq(pump(c), 1);
+	ck_assert(rx_take(&h, NULL, 0));
+	ck_assert_uint_eq(h.op, VIRTIO_VSOCK_OP_CREDIT_REQUEST);
+	fake_now += 1;
+	ck_assert_uint_eq(tick(), 0);
+	fake_now += 1;
+	ck_assert_uint_eq(tick(), 1);
+	ck_assert_int_eq(pump(c), 1);
+	ck_assert(rx_take(&h, NULL, 0));
+	ck_assert_uint_eq(h.op, VIRTIO_VSOCK_OP_CREDIT_REQUEST);
+	/* The guest answers with no progress: still held, still polled. */
+	conn_handle_tx(c, &g, NULL, 0, &batch);
+	ck_assert(!conn_rx_wanted(c));
+	ck_assert(c->kq.queued);
+	/* It consumed the first byte: one packet left, the rest goes in one packet. */
+	ops_seen.schedule = 0;
+	g.fwd_cnt = 1;
+	conn_handle_tx(c, &g, NULL, 0, &batch);
+	ck_assert_uint_eq(ops_seen.schedule, 1);
+	ck_assert(!c->kq.queued);
+	ck_assert_int_eq(pump(c), 2);
+	ck_assert(rx_take(&h, got, sizeof(got)));
+	ck_assert_uint_eq(h.op, VIRTIO_VSOCK_OP_RW);
+	ck_assert_uint_eq(h.len, 2);
+	ck_assert_mem_eq(got, "cd", 2);
+	ck_assert(rx_take(&h, NULL, 0));
+	ck_assert_uint_eq(h.op, VIRTIO_VSOCK_OP_CREDIT_REQUEST);
+	ck_assert_uint_eq(ctr.rx_pkt_limit_stalls, 2);
+	/* It consumed everything: no packet left unconsumed. */
+	g.fwd_cnt = 4;
+	conn_handle_tx(c, &g, NULL, 0, &batch);
+	ck_assert_uint_eq(c->pkt_n, 0);
+	conn_put(c);
+}
+END_TEST
+
+/* The bound follows the guest's buf_alloc: at least 1, at most CONN_PKT_RING. */
+START_TEST(rx_pkt_limit_range)
+{
+	struct conn *c = make(SOCK_STREAM, true);
+	static const uint32_t in[] = { 0, 2047, 2048, 4096, 262144, 0xffffffffu };
+	static const uint32_t want[] = { 1, 1, 1, 2, 128, CONN_PKT_RING };
+	unsigned int i;
+
+	establish(c);
+	for (i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		guest_buf(c, in[i]);
+		ck_assert_uint_eq(conn_rx_pkt_limit(c), want[i]);
+	}
+	conn_put(c);
+}
+END_TEST
 
 /* A host-initiated REQUEST the guest never answers: RST after 2 s, refused. */
 START_TEST(connect_timeout)
@@ -825,6 +938,8 @@ static Suite *suite(void)
 	tcase_add_test(t, connect_timeout);
 	tcase_add_test(t, connect_answered);
 	tcase_add_test(t, close_timeout_follows_fwd_cnt);
+	tcase_add_test(t, rx_pkt_bound_holds_and_polls);
+	tcase_add_test(t, rx_pkt_limit_range);
 	suite_add_tcase(s, t);
 	return s;
 }

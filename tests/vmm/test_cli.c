@@ -736,6 +736,7 @@ START_TEST(stats_file_has_every_counter)
 		"vsock_conns_open=0",
 		"vsock_host_fds=0",
 		"vsock_stray_pkts=0",
+		"vsock_rx_pkt_limit_stalls=0",
 		"vsock_dev_resets=",
 	};
 	char dir[64], img[128], stats[128], env[160], vs[160], buf[4096];

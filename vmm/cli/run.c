@@ -346,6 +346,7 @@ static void write_stats(FILE *f, const struct vm_run *r, unsigned int nr, uint64
 	stat_u64(f, p, "vsock_conns_open", c.vsock_conns_open);
 	stat_u64(f, p, "vsock_host_fds", c.vsock_host_fds);
 	stat_u64(f, p, "vsock_stray_pkts", c.vsock_stray_pkts);
+	stat_u64(f, p, "vsock_rx_pkt_limit_stalls", c.vsock_rx_pkt_limit_stalls);
 	stat_u64(f, p, "vsock_dev_resets", c.vsock_dev_resets);
 }
 

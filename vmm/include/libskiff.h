@@ -138,6 +138,7 @@ struct skiff_counters {
 	uint64_t vsock_conns_opened, vsock_conns_closed, vsock_dev_resets;
 	uint64_t vsock_conns_open, vsock_host_fds; /* now */
 	uint64_t vsock_conns_refused, vsock_stray_pkts;
+	uint64_t vsock_rx_pkt_limit_stalls; /* vsock_dev_counters.rx_pkt_limit_stalls */
 };
 
 /*

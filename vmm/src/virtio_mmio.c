@@ -508,6 +508,7 @@ void virtio_mmio_counters(struct virtio_mmio *d, struct skiff_counters *out)
 	out->vsock_host_fds = c.host_fds;
 	out->vsock_conns_refused = c.conns_refused;
 	out->vsock_stray_pkts = c.stray_pkts;
+	out->vsock_rx_pkt_limit_stalls = c.rx_pkt_limit_stalls;
 }
 
 #endif /* SKIFF_HAVE_VSOCK */

@@ -108,6 +108,60 @@ uint32_t conn_credit_avail(const struct conn *c)
 	return c->peer_buf_alloc - in_flight;
 }
 
+uint32_t conn_rx_pkt_limit(const struct conn *c)
+{
+	uint32_t n = c->peer_buf_alloc / CONN_PKT_CHARGE;
+
+	if (!n)
+		return 1;
+	return n > CONN_PKT_RING ? CONN_PKT_RING : n;
+}
+
+/* Whether the RX packet bound holds @c's data now (CONN_PKT_CHARGE). */
+static bool pkts_held(const struct conn *c)
+{
+	return c->pkt_n >= conn_rx_pkt_limit(c);
+}
+
+/* Forget the RW packets the guest's fwd_cnt shows wholly consumed (u32, modulo 2^32). */
+static void pkts_retire(struct conn *c)
+{
+	while (c->pkt_n && (int32_t)(c->peer_fwd_cnt - c->pkt_end[c->pkt_head]) >= 0) {
+		c->pkt_head = (uint16_t)((c->pkt_head + 1) % CONN_PKT_RING);
+		c->pkt_n--;
+	}
+}
+
+static bool still_waiting(const struct conn *c);
+
+/*
+ * An RW packet of @c ending at h2g_sent went out: note it; at three
+ * quarters of the limit ask the guest for its fwd_cnt, at the limit hold
+ * the data and start asking again on a timer (conn_expire()). Three
+ * quarters: packets of 2.7 KiB and more on average (4 KiB buffers without
+ * MRG_RXBUF included) run out of credit first, and then the guest's own
+ * CREDIT_UPDATEs keep the count fresh; only streams of small packets ask.
+ */
+static void pkts_sent(struct conn *c)
+{
+	uint32_t lim = conn_rx_pkt_limit(c);
+
+	c->pkt_end[(c->pkt_head + c->pkt_n) % CONN_PKT_RING] = c->h2g_sent;
+	c->pkt_n++;
+	if (c->pkt_n == lim - lim / 4 && !c->credit_req_out)
+		c->pending |= PEND_CREDIT_REQ;
+	if (c->pkt_n >= lim && !c->pkt_polling) {
+		struct killq *kq = c->env->kq;
+
+		CTR(c->env->ctr, rx_pkt_limit_stalls, 1);
+		c->pkt_polling = true;
+		c->pkt_poll_ms = CONN_PKT_POLL_MIN_MS;
+		conn_get(c); /* the queue's, if @c was not on it */
+		if (!killq_add(kq, &c->kq, killq_now(kq) + c->pkt_poll_ms))
+			conn_put(c);
+	}
+}
+
 void conn_fill_hdr(struct conn *c, struct virtio_vsock_hdr *h, uint16_t op, uint32_t flags,
 		   uint32_t len)
 {
@@ -492,6 +546,7 @@ void conn_handle_tx(struct conn *c, const struct virtio_vsock_hdr *h, const stru
 		    unsigned int n_payload, struct tx_batch *b)
 {
 	uint32_t old_credit;
+	bool old_held;
 	int ret = 0;
 
 	pthread_mutex_lock(&c->lock);
@@ -502,8 +557,16 @@ void conn_handle_tx(struct conn *c, const struct virtio_vsock_hdr *h, const stru
 		goto out;
 	}
 	old_credit = conn_credit_avail(c);
+	old_held = pkts_held(c);
 	c->peer_buf_alloc = h->buf_alloc;
 	c->peer_fwd_cnt = h->fwd_cnt;
+	c->credit_req_out = false; /* any packet carries the guest's fwd_cnt */
+	pkts_retire(c);
+	if (c->pkt_polling && !pkts_held(c)) {
+		c->pkt_polling = false;
+		if (!still_waiting(c))
+			conn_unwatch_deadline(c);
+	}
 	switch (h->op) {
 	case VIRTIO_VSOCK_OP_RST:
 		/* After a SHUTDOWN RCV|SEND either way it is the close handshake. */
@@ -564,7 +627,7 @@ void conn_handle_tx(struct conn *c, const struct virtio_vsock_hdr *h, const stru
 	default: /* CREDIT_UPDATE */
 		break;
 	}
-	if (!old_credit && conn_credit_avail(c))
+	if ((!old_credit || old_held) && conn_credit_avail(c) && !pkts_held(c))
 		conn_schedule(c);
 out:
 	pthread_mutex_unlock(&c->lock);
@@ -592,8 +655,31 @@ static bool still_waiting(const struct conn *c)
 	return c->state == CONN_ESTABLISHED && conn_shut_both(c->local_shut);
 }
 
+/*
+ * The deadline of @c held at the RX packet bound (pkt_polling): ask for the
+ * guest's fwd_cnt again and re-arm with twice the delay (at most
+ * CONN_PKT_POLL_MAX_MS). Return: false when @c is no longer held that way
+ * (the deadline is then the other kind's, if any).
+ */
+static bool pkt_poll(struct conn *c, int64_t now)
+{
+	if (c->state != CONN_ESTABLISHED || still_waiting(c) || !pkts_held(c)) {
+		c->pkt_polling = false;
+		return false;
+	}
+	c->pending |= PEND_CREDIT_REQ;
+	conn_schedule(c);
+	c->pkt_poll_ms =
+		(uint16_t)(c->pkt_poll_ms * 2 > CONN_PKT_POLL_MAX_MS ? CONN_PKT_POLL_MAX_MS :
+								       c->pkt_poll_ms * 2);
+	killq_set_deadline(c->env->kq, &c->kq, now + c->pkt_poll_ms);
+	return true;
+}
+
 void conn_expire(struct conn *c, int64_t now)
 {
+	if (c->pkt_polling && pkt_poll(c, now))
+		return;
 	if (!still_waiting(c)) {
 		conn_unwatch_deadline(c);
 		return;
@@ -801,6 +887,7 @@ static int emit_rw(struct conn *c, struct rxq_cache *rc)
 	conn_fill_hdr(c, &h, VIRTIO_VSOCK_OP_RW, flags, n);
 	rxq_put(rc, &h, n);
 	c->h2g_sent += n;
+	pkts_sent(c);
 	if (mem == c->prefix + c->prefix_off) {
 		c->prefix_off += n;
 	} else if (mem) {
@@ -814,7 +901,7 @@ static int emit_rw(struct conn *c, struct rxq_cache *rc)
 static bool data_ready(const struct conn *c)
 {
 	if (c->state != CONN_ESTABLISHED || (c->local_shut & VIRTIO_VSOCK_SHUTDOWN_SEND) ||
-	    (c->peer_shut & VIRTIO_VSOCK_SHUTDOWN_RCV) || !conn_credit_avail(c))
+	    (c->peer_shut & VIRTIO_VSOCK_SHUTDOWN_RCV) || !conn_credit_avail(c) || pkts_held(c))
 		return false;
 	return c->prefix_off < c->prefix_len || c->msg_valid || (c->host_readable && !c->host_eof);
 }
@@ -848,6 +935,12 @@ int conn_rx_next(struct conn *c, struct rxq_cache *rc)
 		ret = emit_ctl(c, rc, VIRTIO_VSOCK_OP_CREDIT_UPDATE, 0);
 		if (!ret)
 			c->pending &= ~PEND_CREDIT;
+	} else if (c->pending & PEND_CREDIT_REQ) {
+		ret = emit_ctl(c, rc, VIRTIO_VSOCK_OP_CREDIT_REQUEST, 0);
+		if (!ret) {
+			c->pending &= ~PEND_CREDIT_REQ;
+			c->credit_req_out = true;
+		}
 	} else if (data_ready(c)) {
 		ret = emit_rw(c, rc);
 	} else if (c->pending & PEND_SHUTDOWN) {

@@ -84,12 +84,38 @@ enum conn_state {
 	CONN_CLOSED, /* out of the table; RST may still be owed; awaiting retirement */
 };
 
-/* Pending kinds, served in this order by the pump. */
+/* Pending kinds, served by the pump in the order RST, REQUEST, RESPONSE, CREDIT, CREDIT_REQ,
+ * data, SHUTDOWN. */
 #define PEND_RST (1u << 0)
 #define PEND_REQUEST (1u << 1)
 #define PEND_RESPONSE (1u << 2)
 #define PEND_CREDIT (1u << 3)
 #define PEND_SHUTDOWN (1u << 4) /* after data: flags in shut_to_send */
+#define PEND_CREDIT_REQ (1u << 5) /* a CREDIT_REQUEST: the RX packet bound wants a fwd_cnt */
+
+/*
+ * RX packets in flight. Credit meters bytes only, but a Linux guest from
+ * 6.12.92 on (net/vmw_vsock/virtio_transport_common.c,
+ * virtio_transport_inc_rx_pkt()) also charges every queued skb
+ * SKB_TRUESIZE(0) (576 bytes on x86-64 and arm64) against buf_alloc and
+ * resets the connection when (queued + 1) x that exceeds it: 455 packets
+ * at the default 256 KiB. A host writing a few bytes at a time to a slow
+ * reader makes that many small packets long before the credit runs out.
+ * So the device keeps a connection's RW packets the guest has not wholly
+ * consumed (known from fwd_cnt) at most conn_rx_pkt_limit(): buf_alloc /
+ * CONN_PKT_CHARGE (2048 bytes, well over the guest's charge), at least 1,
+ * at most CONN_PKT_RING. At the limit the data waits and the host bytes
+ * gather in the host socket, to go out in fewer, larger packets once the
+ * guest's fwd_cnt moves. Guests say little about fwd_cnt (Linux sends a
+ * CREDIT_UPDATE when its free space falls under 64 KiB or, since 6.8, when
+ * its queue runs dry), so the device asks with a CREDIT_REQUEST at three
+ * quarters of the limit, and while held at the limit again every
+ * CONN_PKT_POLL_MIN_MS, doubling up to CONN_PKT_POLL_MAX_MS.
+ */
+#define CONN_PKT_CHARGE 2048u
+#define CONN_PKT_RING 256u
+#define CONN_PKT_POLL_MIN_MS 1u
+#define CONN_PKT_POLL_MAX_MS 64u
 
 #define CONN_SHUT_BOTH (VIRTIO_VSOCK_SHUTDOWN_RCV | VIRTIO_VSOCK_SHUTDOWN_SEND)
 
@@ -213,6 +239,16 @@ struct conn {
 	uint32_t peer_buf_alloc;
 	uint32_t peer_fwd_cnt;
 	uint32_t h2g_sent; /* payload bytes put on the RX queue */
+	/*
+	 * RW packets sent and not wholly consumed by the guest, as the
+	 * h2g_sent at the end of each, oldest first (a ring at pkt_head): the
+	 * skbs a Linux guest holds for this connection (see CONN_PKT_CHARGE).
+	 */
+	uint32_t pkt_end[CONN_PKT_RING];
+	uint16_t pkt_head, pkt_n;
+	bool credit_req_out; /* a CREDIT_REQUEST went out, no guest packet since */
+	bool pkt_polling; /* held at the packet limit: the deadline is a re-request */
+	uint16_t pkt_poll_ms; /* the next re-request's delay */
 
 	/*
 	 * Backlog of guest bytes the host socket did not take yet (txbuf.h): a
@@ -266,6 +302,13 @@ void conn_put(struct conn *c);
  * when the guest's counters claim more than it allowed.
  */
 uint32_t conn_credit_avail(const struct conn *c);
+
+/*
+ * conn_rx_pkt_limit() - how many RW packets @c may have unconsumed by the
+ * guest (caller holds c->lock): peer_buf_alloc / CONN_PKT_CHARGE, within
+ * [1, CONN_PKT_RING]. See CONN_PKT_CHARGE.
+ */
+uint32_t conn_rx_pkt_limit(const struct conn *c);
 
 /*
  * conn_handle_tx() - one validated guest packet for connection @c (control

@@ -13,7 +13,7 @@
 struct dev_counters {
 	_Atomic uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes, kicks, irqs_sent, irqs_suppressed,
 		conn_resets, dropped_pkts, malformed_pkts, conns_opened, conns_closed, dev_resets;
-	_Atomic uint64_t rx_chains_max, conns_refused, stray_pkts;
+	_Atomic uint64_t rx_chains_max, conns_refused, stray_pkts, rx_pkt_limit_stalls;
 };
 
 /* CTR() - add @n to counter @field of @ctr (a struct dev_counters *), any thread. */

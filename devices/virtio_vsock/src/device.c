@@ -582,6 +582,7 @@ void vsock_dev_get_counters(const struct vsock_dev *dev, struct vsock_dev_counte
 	o->conns_open = atomic_load(&c->conns_opened) - o->conns_closed;
 	o->conns_refused = atomic_load(&c->conns_refused);
 	o->stray_pkts = atomic_load(&c->stray_pkts);
+	o->rx_pkt_limit_stalls = atomic_load(&c->rx_pkt_limit_stalls);
 	o->host_fds = (uint64_t)atomic_load(&dev->host_fds);
 	o->dev_resets = atomic_load(&c->dev_resets);
 	o->rx_chains_max = atomic_load(&c->rx_chains_max);

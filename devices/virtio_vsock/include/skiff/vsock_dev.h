@@ -252,6 +252,13 @@ struct vsock_dev_counters {
 	 * RST): a few are normal, packets in flight when a connection closed.
 	 */
 	uint64_t stray_pkts;
+	/*
+	 * Times a connection's host-to-guest data was held because the guest
+	 * had as many unconsumed RX packets as the device allows it (conn.h,
+	 * conn_rx_pkt_limit(): a host writing in small pieces to a slow
+	 * reader), until its fwd_cnt showed some consumed.
+	 */
+	uint64_t rx_pkt_limit_stalls;
 	/* now: host fds held for host clients and connections (max_host_fds counts these) */
 	uint64_t host_fds;
 };
