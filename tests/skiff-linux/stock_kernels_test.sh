@@ -64,7 +64,13 @@ fi
 
 set +e
 build=$2 list=$3 mib=$4
-small_kib=256 # the 1-byte-writes case: KiB
+small_kib=256 # the small-writes cases: KiB each
+# The small-writes cases: host write size, port, seed, pause after each write (us). 1 byte
+# as fast as possible: the guest merges payloads of up to 128 bytes into its last skb;
+# 300 bytes, 2 ms apart so that the device sees each write alone: one skb each, the
+# size that made Linux 6.12.92+ guests reset connections of other devices (libkrun
+# issue 795).
+small_cases="1:5002:44:0 300:5003:55:2000"
 skiff=$build/vmm/skiff
 tool=$build/tests/guest-programs/vsock-tool
 # shellcheck source=tests/skiff-linux/lib.sh
@@ -84,13 +90,20 @@ run_case() {
 	d=$(mktemp -d /tmp/skiff-stock.XXXXXX)
 	t0=$(date +%s.%N)
 	skl_listen "$d" "$mib" 400
-	# Many tiny packets at a slow reader (issue 21): the host writes SMALL_KIB KiB one
-	# byte per send(); the guest stalls 2 s after the first byte, then reads at 64 KiB/s.
-	"$tool" listen "uds:$d/v.sock_5002" --send "${small_kib}K" --seed 44 --chunk 1 \
-		--timeout 400 >"$d/h-small" 2>&1 &
-	for _ in $(seq 100); do
-		grep -q LISTENING "$d/h-small" && break
-		sleep 0.1
+	# Many small packets at a slow reader (issue 21): per case the host writes small_kib
+	# KiB in writes of W bytes; the guest stalls 4 s after the first byte, then reads at
+	# 64 KiB/s. Both cases at once.
+	local sc w port seed gap small_guest=""
+	for sc in $small_cases; do
+		IFS=: read -r w port seed gap <<<"$sc"
+		"$tool" listen "uds:$d/v.sock_$port" --send "${small_kib}K" --seed "$seed" --chunk "$w" --send-gap "$gap" \
+			--timeout 400 >"$d/h-small$w" 2>&1 &
+		for _ in $(seq 100); do
+			grep -q LISTENING "$d/h-small$w" && break
+			sleep 0.1
+		done
+		small_guest="$small_guest
+(vsock-tool connect 2:$port --recv ${small_kib}K --peer-seed $seed --recv-stall 4000 --recv-rate 64K --connect-timeout 30000 --timeout 100 >/tmp/small$w 2>&1; echo \$? >/tmp/rc$w) &"
 	done
 	guest="echo STOCK-CMDLINE-MMIO \$(grep -o 'virtio_mmio[^ ]*' /proc/cmdline)
 for f in /sys/bus/virtio/devices/*; do
@@ -99,10 +112,9 @@ done
 dmesg | grep -i -E 'virtio|vsock|LNRO|insmod' | sed 's/^/STOCK-DMESG /'
 grep -i -E 'virtio|LNRO' /proc/interrupts | sed 's/^ */STOCK-IRQ /'
 $(skl_guest_transfer "$mib")
-vsock-tool connect 2:5002 --recv ${small_kib}K --peer-seed 44 --recv-stall 2000 --recv-rate 64K --connect-timeout 30000 --timeout 100 >/tmp/small 2>&1
-r=\$?
-sed 's/^/SMALL /' /tmp/small
-echo SKIFF-SMALL rc=\$r"
+$small_guest
+wait
+for w in $(for sc in $small_cases; do printf '%s ' "${sc%%:*}"; done); do sed \"s/^/SMALL\$w /\" /tmp/small\$w; echo SKIFF-SMALL\$w rc=\$(cat /tmp/rc\$w); done"
 	rc=0
 	SKIFF_STATS=$d/stats timeout -k 5 400 "$skiff" run --kernel "$kernel" --initrd "$initrd" \
 		--mem 256M --console "file:$d/console" \
@@ -118,11 +130,15 @@ echo SKIFF-SMALL rc=\$r"
 	[ "$(printf '%s\n' "$devs" | grep -c .)" = 1 ] && [[ $devs == */LNRO0005:00/virtio* ]] ||
 		fail "want one virtio-vsock device under the ACPI device LNRO0005:00, have: ${devs:-none}"
 	grep -q '^STOCK-IRQ .*5-edge' "$d/console.txt" || fail "the device's interrupt is not IO-APIC 5-edge"
-	grep -qx 'SKIFF-SMALL rc=0' "$d/console.txt" && [ -n "$(skl_fnv "$d/h-small" send_fnv)" ] &&
-		[ "$(skl_fnv "$d/h-small" send_fnv)" = "$(sed -n 's/^SMALL //p' "$d/console.txt" >"$d/small" && skl_fnv "$d/small" recv_fnv)" ] ||
-		fail "${small_kib} KiB in 1-byte writes to a slow reader: guest $(grep -h 'SKIFF-SMALL' "$d/console.txt" || echo 'no result'), host $(grep -h 'VSOCK-TOOL status' "$d/h-small" || echo 'no result')"
-	printf 'stock_kernels_test: %s: device %s, %s MiB each way, %.1f s wall (boot to reboot); %s KiB in 1-byte writes, RX packets in all: %s\n' \
-		"$case" "${devs:-none}" "$mib" "$(echo "$t1 - $t0" | bc)" "$small_kib" "$(sed -n 's/^vsock_rx_pkts=//p' "$d/stats" 2>/dev/null | head -n1)"
+	for sc in $small_cases; do
+		w=${sc%%:*}
+		sed -n "s/^SMALL$w //p" "$d/console.txt" >"$d/small$w"
+		grep -qx "SKIFF-SMALL$w rc=0" "$d/console.txt" && [ -n "$(skl_fnv "$d/h-small$w" send_fnv)" ] &&
+			[ "$(skl_fnv "$d/h-small$w" send_fnv)" = "$(skl_fnv "$d/small$w" recv_fnv)" ] ||
+			fail "${small_kib} KiB in $w-byte writes to a slow reader: guest $(grep -h "SKIFF-SMALL$w " "$d/console.txt" || echo 'no result'), $(grep -h 'VSOCK-TOOL status' "$d/small$w" | cut -c1-200), host $(grep -h 'VSOCK-TOOL status' "$d/h-small$w" | cut -c1-200 || echo 'no result')"
+	done
+	printf 'stock_kernels_test: %s: device %s, %s MiB each way, %.1f s wall (boot to reboot); %s KiB in 1-byte and in 300-byte writes: RX packets in all %s, held at the packet bound %s times\n' \
+		"$case" "${devs:-none}" "$mib" "$(echo "$t1 - $t0" | bc)" "$small_kib" "$(sed -n 's/^vsock_rx_pkts=//p' "$d/stats" 2>/dev/null | head -n1)" "$(sed -n 's/^vsock_rx_pkt_limit_stalls=//p' "$d/stats" 2>/dev/null | head -n1)"
 	sed -n 's/^STOCK-DMESG /  dmesg: /p; s/^STOCK-IRQ /  \/proc\/interrupts: /p' "$d/console.txt"
 	[ $failed = 1 ] && skl_show_failure "$d"
 	rm -rf "$d"
