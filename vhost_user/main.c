@@ -641,7 +641,7 @@ int main(int argc, char **argv)
 				strerror(-ret),
 				ret == -ENOENT ?
 					" (its directory does not exist; create it first)" :
-				ret == -EEXIST ?
+				ret == -ENOTSOCK ?
 					" (a file that is not a socket is there; remove it)" :
 				ret == -EADDRINUSE ? " (another process listens there)" :
 						     "");

@@ -17,9 +17,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
+
+#include <skiff/uds_listen.h>
 #include <unistd.h>
 
 #include "skiff/mono_ms.h"
@@ -36,63 +37,9 @@ static bool out_of_fds(int err)
 	return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
 }
 
-static int fill_addr(const char *path, struct sockaddr_un *sa)
-{
-	size_t len = strlen(path);
-
-	if (len == 0)
-		return -EINVAL;
-	if (len >= sizeof(sa->sun_path))
-		return -ENAMETOOLONG;
-	memset(sa, 0, sizeof(*sa));
-	sa->sun_family = AF_UNIX;
-	memcpy(sa->sun_path, path, len + 1);
-	return 0;
-}
-
-/* Remove @path if it is a socket file nobody accepts on. */
-static int remove_stale(const struct sockaddr_un *sa)
-{
-	struct stat st;
-	int fd, ret;
-
-	if (lstat(sa->sun_path, &st) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISSOCK(st.st_mode))
-		return -EEXIST;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	ret = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
-	close(fd);
-	if (ret == 0)
-		return -EADDRINUSE;
-	if (unlink(sa->sun_path) < 0 && errno != ENOENT)
-		return -errno;
-	return 0;
-}
-
 int vu_server_listen(const char *path, int *out_fd)
 {
-	struct sockaddr_un sa;
-	int fd, ret;
-
-	ret = fill_addr(path, &sa);
-	if (ret)
-		return ret;
-	ret = remove_stale(&sa);
-	if (ret)
-		return ret;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, (const struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0) {
-		ret = -errno;
-		close(fd);
-		return ret;
-	}
-	*out_fd = fd;
-	return 0;
+	return skiff_uds_listen(path, 0, 4, out_fd);
 }
 
 static void set_timeouts(int conn)

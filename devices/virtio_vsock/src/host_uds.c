@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "host_uds.h"
 
+#include <skiff/uds_listen.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -11,70 +13,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-static int fill_addr(struct sockaddr_un *sa, const char *path)
-{
-	size_t n = strlen(path);
-
-	if (!n)
-		return -EINVAL;
-	if (n >= sizeof(sa->sun_path))
-		return -ENAMETOOLONG;
-	memset(sa, 0, sizeof(*sa));
-	sa->sun_family = AF_UNIX;
-	memcpy(sa->sun_path, path, n + 1);
-	return 0;
-}
-
-/* Is somebody listening on @sa? 1 yes, 0 no (stale), -errno when unsure. */
-static int probe_live(const struct sockaddr_un *sa)
-{
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	int ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
-	if (!ret || errno == EAGAIN)
-		ret = 1;
-	else if (errno == ECONNREFUSED)
-		ret = 0;
-	else
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 int uds_listen(const char *path, int *out)
 {
-	struct sockaddr_un sa;
-	struct stat st;
-	int fd, ret;
-
 	if (strlen(path) > UDS_PATH_MAX)
 		return -ENAMETOOLONG;
-	ret = fill_addr(&sa, path);
-	if (ret)
-		return ret;
-	if (!lstat(path, &st)) {
-		/* A regular file, directory, FIFO...: never ours to remove. */
-		if (!S_ISSOCK(st.st_mode))
-			return -ENOTSOCK;
-		ret = probe_live(&sa);
-		if (ret)
-			return ret > 0 ? -EADDRINUSE : ret;
-		if (unlink(path) && errno != ENOENT)
-			return -errno;
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 128)) {
-		ret = -errno;
-		close(fd);
-		return ret;
-	}
-	*out = fd;
-	return 0;
+	return skiff_uds_listen(path, SOCK_NONBLOCK, 128, out);
 }
 
 int uds_parse_connect(const char *buf, size_t len, size_t max, uint32_t *port, size_t *consumed)
@@ -115,7 +58,7 @@ int uds_connect_port(const char *path, uint32_t port, int type, int *out)
 	int fd, ret;
 
 	snprintf(full, sizeof(full), "%s_%u", path, port);
-	ret = fill_addr(&sa, full);
+	ret = skiff_uds_addr(full, &sa);
 	if (ret)
 		return ret;
 	fd = socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

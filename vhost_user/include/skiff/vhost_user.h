@@ -101,10 +101,12 @@ void vu_backend_get_stats(const struct vu_backend *vb, struct vu_backend_stats *
 
 /*
  * vu_server_listen() - create, bind and listen on a Unix stream socket at
- * @path (close-on-exec). A stale socket file (nobody accepting) is replaced.
- * Return: 0 and the fd in *@out_fd; -ENAMETOOLONG; -EADDRINUSE when a live
- * server owns @path; -EEXIST when @path exists and is not a socket; other
- * -errno from socket(2), bind(2), listen(2).
+ * @path (blocking, close-on-exec, backlog 4): skiff_uds_listen()
+ * (skiff/uds_listen.h), the same rules as the device's uds_path. A stale
+ * socket file (it refuses connections) is replaced.
+ * Return: 0 and the fd in *@out_fd; -EINVAL, -ENAMETOOLONG; -EADDRINUSE
+ * when a live server owns @path; -ENOTSOCK when @path exists and is not a
+ * socket (left alone); other -errno as skiff_uds_listen() says.
  */
 int vu_server_listen(const char *path, int *out_fd);
 
