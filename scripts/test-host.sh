@@ -158,6 +158,7 @@ t0=$(date +%s.%N)
 # shellcheck disable=SC2046 # fsdev prints whole words
 setsid "$qemu" -accel tcg,thread=multi -cpu EPYC,+svm,+npt -smp "$cpus" -m "$mem" \
 	-nodefaults -no-reboot -display none -monitor "unix:$state/monitor,server=on,wait=off" \
+	-d cpu_reset -D "$state/qemu-reset.log" \
 	-serial "file:$console" \
 	-kernel "$img/vmlinuz" -initrd "$state/host.cpio.gz" \
 	-append "console=ttyS0 nokaslr panic=-1" \
@@ -250,7 +251,14 @@ while :; do
 	if ! kill -0 "$qpid" 2>/dev/null; then
 		# It may have printed the status and powered off since the check above.
 		grep -q '^SKIFF-TEST-HOST rc=' "$console" && break
-		report 123 "QEMU ended without the command's exit status"
+		wait "$qpid" 2>/dev/null
+		qrc=$?
+		# -no-reboot: a reset of the emulated host (a triple fault: QEMU's -d cpu_reset
+		# log says "Triple fault" before the reset's register dump) ends QEMU with 0.
+		if grep -q 'Triple fault' "$state/qemu-reset.log" 2>/dev/null; then
+			report 123 "the emulated host triple-faulted (QEMU ended, status $qrc; its CPU state at the reset: $(sed -n '/Triple fault/,$p' "$state/qemu-reset.log" | grep -o -m1 -E '\b[RE]IP=[0-9a-f]+'))"
+		fi
+		report 123 "QEMU ended (status $qrc) without the command's exit status"
 	fi
 	if [ $ready = 0 ] && [ $((now - start)) -ge "$boot_s" ]; then
 		report 125 "the emulated host was not ready within $boot_s s"
