@@ -49,7 +49,7 @@ fi
 set +e
 build=$2 list=$3
 [ -s "$list" ] || {
-	echo "stock_e2e_test: FAIL: no kernel list at $list (is the build directory under /tmp?)"
+	echo "stock_e2e_test: FAIL: no kernel list at $list (the emulated host shares the machine's root, this tree and the work directory only: a build directory under /tmp outside this tree is not seen)"
 	exit 1
 }
 failed=0

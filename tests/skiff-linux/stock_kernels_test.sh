@@ -149,10 +149,10 @@ bash "$repo/scripts/machine-info.sh" --kvm | grep -qx hardware || {
 	echo "stock_kernels_test: FAIL: /dev/kvm here is not hardware virtualization"
 	exit 1
 }
-# No kernel to boot is a failure, not a pass (the list lives in the work directory, which
-# the emulated host must see: a build directory under /tmp is not shared with it).
+# No kernel to boot is a failure, not a pass (the list is in the build directory, which the
+# emulated host sees only inside this tree or outside /tmp).
 [ -s "$list" ] || {
-	echo "stock_kernels_test: FAIL: no kernel list at $list (is the build directory under /tmp?)"
+	echo "stock_kernels_test: FAIL: no kernel list at $list (the emulated host shares the machine's root, this tree and the work directory only: a build directory under /tmp outside this tree is not seen)"
 	exit 1
 }
 while read -r suite rel kernel initrd pkgs; do
