@@ -35,29 +35,19 @@ static uint8_t *g_ram;
 static void build_dtb(uint8_t *slot, const struct arm64_boot_layout *l, uint64_t ram_base,
 		      uint64_t ram_size, uint8_t knob)
 {
-	struct arm64_fdt_config c = {
-		.ram_base = ram_base,
-		.ram_size = ram_size,
-		.nr_vcpus = 1u + knob % 8u,
-		.bootargs = "console=ttyS0",
-		.has_initrd = l->initrd_end != 0,
-		.initrd_start = l->initrd_gpa,
-		.initrd_end = l->initrd_end,
-		.gicd_base = ARM64_GICD_BASE,
-		.gicd_size = ARM64_GICD_SIZE,
-		.gicr_base = ARM64_GICR_BASE,
-		.gicr_size = ARM64_GICR_SIZE,
-		.timer_ppi = { ARM64_TIMER_PPI_SEC_PHYS, ARM64_TIMER_PPI_PHYS, ARM64_TIMER_PPI_VIRT,
-			       ARM64_TIMER_PPI_HYP },
-		.psci = ARM64_PSCI_1_0,
-		.uart_base = ARM64_UART_BASE,
-		.uart_size = ARM64_UART_SIZE,
-		.uart_spi = ARM64_UART_SPI,
-		.uart_clock_hz = ARM64_UART_CLOCK_HZ,
-	};
+	struct arm64_fdt_config c;
 	char msg[256];
 	size_t len = 0;
-	int ret = arm64_fdt_build(&c, slot, l->dtb_max, &len, msg, sizeof(msg));
+	int ret;
+
+	arm64_fdt_config_platform(&c, 1u + knob % 8u);
+	c.ram_base = ram_base;
+	c.ram_size = ram_size;
+	c.bootargs = "console=ttyS0";
+	c.has_initrd = l->initrd_end != 0;
+	c.initrd_start = l->initrd_gpa;
+	c.initrd_end = l->initrd_end;
+	ret = arm64_fdt_build(&c, slot, l->dtb_max, &len, msg, sizeof(msg));
 
 	/* The RAM at the top of the address space overlaps nothing; the GIC/UART never RAM. */
 	FZ_CHECK(ret == 0 || ret == -ENOSPC);

@@ -41,28 +41,17 @@ static const struct arm64_fdt_virtio two_virtio[2] = {
 
 static struct arm64_fdt_config make_config(uint32_t vcpus, bool initrd, unsigned int nr_virtio)
 {
-	struct arm64_fdt_config c = {
-		.ram_base = ARM64_RAM_BASE,
-		.ram_size = 512ull << 20,
-		.nr_vcpus = vcpus,
-		.bootargs = "console=ttyS0 earlycon panic=-1",
-		.has_initrd = initrd,
-		.initrd_start = initrd ? INITRD_START : 0,
-		.initrd_end = initrd ? INITRD_END : 0,
-		.gicd_base = ARM64_GICD_BASE,
-		.gicd_size = ARM64_GICD_SIZE,
-		.gicr_base = ARM64_GICR_BASE,
-		.gicr_size = vcpus * ARM64_GICR_STRIDE,
-		.timer_ppi = { ARM64_TIMER_PPI_SEC_PHYS, ARM64_TIMER_PPI_PHYS, ARM64_TIMER_PPI_VIRT,
-			       ARM64_TIMER_PPI_HYP },
-		.psci = ARM64_PSCI_1_0,
-		.uart_base = ARM64_UART_BASE,
-		.uart_size = ARM64_UART_SIZE,
-		.uart_spi = ARM64_UART_SPI,
-		.uart_clock_hz = ARM64_UART_CLOCK_HZ,
-		.virtio = nr_virtio ? two_virtio : NULL,
-		.nr_virtio = nr_virtio,
-	};
+	struct arm64_fdt_config c;
+
+	arm64_fdt_config_platform(&c, vcpus);
+	c.ram_base = ARM64_RAM_BASE;
+	c.ram_size = 512ull << 20;
+	c.bootargs = "console=ttyS0 earlycon panic=-1";
+	c.has_initrd = initrd;
+	c.initrd_start = initrd ? INITRD_START : 0;
+	c.initrd_end = initrd ? INITRD_END : 0;
+	c.virtio = nr_virtio ? two_virtio : NULL;
+	c.nr_virtio = nr_virtio;
 	return c;
 }
 

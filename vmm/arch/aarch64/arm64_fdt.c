@@ -21,6 +21,24 @@
 #include "arm64_layout.h"
 #include "arm64_msg.h"
 
+void arm64_fdt_config_platform(struct arm64_fdt_config *cfg, uint32_t nr_vcpus)
+{
+	*cfg = (struct arm64_fdt_config){
+		.nr_vcpus = nr_vcpus,
+		.gicd_base = ARM64_GICD_BASE,
+		.gicd_size = ARM64_GICD_SIZE,
+		.gicr_base = ARM64_GICR_BASE,
+		.gicr_size = (uint64_t)nr_vcpus * ARM64_GICR_STRIDE,
+		.timer_ppi = { ARM64_TIMER_PPI_SEC_PHYS, ARM64_TIMER_PPI_PHYS, ARM64_TIMER_PPI_VIRT,
+			       ARM64_TIMER_PPI_HYP },
+		.psci = ARM64_PSCI_1_0,
+		.uart_base = ARM64_UART_BASE,
+		.uart_size = ARM64_UART_SIZE,
+		.uart_spi = ARM64_UART_SPI,
+		.uart_clock_hz = ARM64_UART_CLOCK_HZ,
+	};
+}
+
 #define SZ_64K 0x10000ull
 
 uint32_t arm64_vcpu_mpidr(uint32_t index)

@@ -102,6 +102,14 @@ uint32_t arm64_vcpu_mpidr(uint32_t index);
  * -ENOSPC when the DTB does not fit in @buf_len (or ARM64_DTB_MAX_SIZE) bytes;
  * -EIO for any other libfdt error (a bug).
  */
+/*
+ * arm64_fdt_config_platform() - zero @cfg, then fill in skiff's fixed
+ * platform from arm64_layout.h: GICv3 distributor and the redistributors of
+ * @nr_vcpus vCPUs, the four timer PPIs, PSCI 1.0, the 16550 UART. The caller
+ * adds RAM, bootargs, the initrd and the virtio-mmio devices.
+ */
+void arm64_fdt_config_platform(struct arm64_fdt_config *cfg, uint32_t nr_vcpus);
+
 int arm64_fdt_build(const struct arm64_fdt_config *cfg, void *buf, size_t buf_len, size_t *dtb_len,
 		    char *msg, size_t msg_len);
 
