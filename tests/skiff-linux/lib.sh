@@ -69,3 +69,30 @@ skl_show_failure() {
 	grep -v '^$' "$1/console.txt" | tail -n 25 | sed 's/^/  | /'
 	sed 's/^/  skiff: /' "$1/skiff"
 }
+
+# skl_stock_prepare WHO BUILD INITRD: outside the emulated host (it sees the machine's root
+# read-only), fetch the stock kernels (scripts/stock-kernels.sh; SKIFF_STOCK_SUITES picks
+# suites), make a work directory under BUILD (removed at exit) and cd into it, and write
+# $w/kernels: per kernel "SUITE RELEASE VMLINUZ INITRD PACKAGES...", INITRD being the test
+# initramfs with the kernel's modules appended. Exits 1 without INITRD, 77 (skip) when
+# the kernels cannot be fetched; WHO names the test in those messages.
+skl_stock_prepare() {
+	local who=$1 build=$2 initrd=$3 s kernels suite rel dir sel=()
+	[ -s "$initrd" ] || {
+		echo "$who: FAIL: no initramfs $initrd (build target skiff-initramfs)"
+		exit 1
+	}
+	for s in ${SKIFF_STOCK_SUITES:-}; do sel+=(--suite "$s"); done
+	if ! kernels=$(bash "$repo/scripts/stock-kernels.sh" "${sel[@]}"); then
+		echo "$who: SKIP: scripts/stock-kernels.sh could not provide the stock kernels (above)"
+		exit 77
+	fi
+	w=$(mktemp -d "$build/skiff-linux.XXXXXX")
+	# shellcheck disable=SC2064 # $w now
+	trap "rm -rf '$w'" EXIT
+	cd "$w" || exit 1
+	while read -r suite rel dir; do
+		cat "$initrd" "$dir/modules.cpio.gz" >"$w/initrd-$suite"
+		echo "$suite $rel $dir/vmlinuz $w/initrd-$suite $(cat "$dir/package")" >>"$w/kernels"
+	done <<<"$kernels"
+}

@@ -23,23 +23,9 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 
 if [ "${1:-}" != --inner ]; then
 	build=$(cd "$1" && pwd) initrd=$(realpath "$2")
-	[ -s "$initrd" ] || {
-		echo "stock_e2e_test: FAIL: no initramfs $initrd (build target skiff-initramfs)"
-		exit 1
-	}
-	sel=()
-	for s in ${SKIFF_STOCK_SUITES:-}; do sel+=(--suite "$s"); done
-	if ! kernels=$(bash "$repo/scripts/stock-kernels.sh" "${sel[@]}"); then
-		echo "stock_e2e_test: SKIP: scripts/stock-kernels.sh could not provide the stock kernels (above)"
-		exit 77
-	fi
-	w=$(mktemp -d "$build/skiff-linux.XXXXXX")
-	trap 'rm -rf "$w"' EXIT
-	cd "$w"
-	while read -r suite rel dir; do
-		cat "$initrd" "$dir/modules.cpio.gz" >"$w/initrd-$suite"
-		echo "$suite $rel $dir/vmlinuz $w/initrd-$suite" >>"$w/kernels"
-	done <<<"$kernels"
+	# shellcheck source=tests/skiff-linux/lib.sh
+	. "$repo/tests/skiff-linux/lib.sh"
+	skl_stock_prepare stock_e2e_test "$build" "$initrd"
 	set +e
 	bash "$repo/tests/skiff-linux/host_run.sh" 1500 -- \
 		bash "$repo/tests/skiff-linux/stock_e2e_test.sh" --inner "$build" "$w/kernels"
@@ -54,7 +40,7 @@ build=$2 list=$3
 }
 failed=0
 table=$(mktemp /tmp/skiff-stock-e2e.XXXXXX)
-while read -r suite rel kernel initrd; do
+while read -r suite rel kernel initrd _; do
 	out=$(mktemp /tmp/skiff-stock-e2e-out.XXXXXX)
 	t0=$(date +%s)
 	# Smaller than skiff's own kernels' run (64 MiB streams, 1 MiB per connection): a

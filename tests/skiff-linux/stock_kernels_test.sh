@@ -31,25 +31,9 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 
 if [ "${1:-}" != --inner ]; then
 	build=$(cd "$1" && pwd) initrd=$(realpath "$2") mib=${3:-4}
-	[ -s "$initrd" ] || {
-		echo "stock_kernels_test: FAIL: no initramfs $initrd (build target skiff-initramfs)"
-		exit 1
-	}
-	# Fetched here, outside: the emulated host sees the machine's root read-only.
-	sel=()
-	for s in ${SKIFF_STOCK_SUITES:-}; do sel+=(--suite "$s"); done
-	if ! kernels=$(bash "$repo/scripts/stock-kernels.sh" "${sel[@]}"); then
-		echo "stock_kernels_test: SKIP: scripts/stock-kernels.sh could not provide the stock kernels (above)"
-		exit 77
-	fi
-	w=$(mktemp -d "$build/skiff-linux.XXXXXX")
-	trap 'rm -rf "$w"' EXIT
-	cd "$w"
-	# Per kernel: its vmlinuz and the test initramfs with its modules appended.
-	while read -r suite rel dir; do
-		cat "$initrd" "$dir/modules.cpio.gz" >"$w/initrd-$suite"
-		echo "$suite $rel $dir/vmlinuz $w/initrd-$suite $(cat "$dir/package")" >>"$w/kernels"
-	done <<<"$kernels"
+	# shellcheck source=tests/skiff-linux/lib.sh
+	. "$repo/tests/skiff-linux/lib.sh"
+	skl_stock_prepare stock_kernels_test "$build" "$initrd"
 	# skiff's own patched kernel has ACPI and CONFIG_VIRTIO_MMIO_CMDLINE_DEVICES: it must
 	# get the device once, from the DSDT (skiff adds no virtio_mmio.device= without
 	# acpi=off). Skipped when scripts/build-kernels.sh has not built it.
