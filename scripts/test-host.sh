@@ -246,7 +246,9 @@ while :; do
 		# -no-reboot: a reset of the emulated host (a triple fault: QEMU's -d cpu_reset
 		# log says "Triple fault" before the reset's register dump) ends QEMU with 0.
 		if grep -q 'Triple fault' "$state/qemu-reset.log" 2>/dev/null; then
-			report 123 "the emulated host triple-faulted (QEMU ended, status $qrc; its CPU state at the reset: $(sed -n '/Triple fault/,$p' "$state/qemu-reset.log" | grep -o -m1 -E '\b[RE]IP=[0-9a-f]+'))"
+			# (-no-reboot turns the reset into a shutdown: QEMU dumps no register state
+			# after the line, so there is none to show.)
+			report 123 "the emulated host triple-faulted (QEMU ended, status $qrc)"
 		fi
 		report 123 "QEMU ended (status $qrc) without the command's exit status"
 	fi
