@@ -8,7 +8,8 @@
 #             MSG_PEEK, MSG_TRUNC, 64 KiB and EMSGSIZE, poll, a datagram to an unbound
 #             port (dropped, counted, no reply), SO_RCVBUF drops (received + dropped =
 #             sent, loopback counter = socket's sk_drops), stream and datagram sockets
-#             on one port
+#             on one port, 8 concurrent senders (sendto and connect+send; every byte,
+#             order and source port checked; received + dropped = sent)
 #   baseline  plain 6.1 has no datagram transport besides VMCI:
 #             socket(AF_VSOCK, SOCK_DGRAM) fails with ENODEV; streams still open
 # Usage: dgram_uml_test.sh INITRAMFS VARIANT [--kernel FILE]
@@ -19,7 +20,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 case $variant in
 patched)
 	cases='sendto sendto-autobind connect-send peek-trunc max-size-and-emsgsize poll
-		no-socket-no-reply rcvbuf-drop stream-and-dgram-same-port'
+		no-socket-no-reply rcvbuf-drop stream-and-dgram-same-port many-senders'
 	;;
 baseline) cases='baseline-no-dgram baseline-stream-opens' ;;
 *)

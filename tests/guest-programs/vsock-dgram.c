@@ -17,6 +17,7 @@
 #endif
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +28,8 @@
 #include <unistd.h>
 #include <linux/sock_diag.h>
 #include <linux/vm_sockets.h>
+
+#include "pattern.h"
 
 #ifndef SO_MEMINFO
 #define SO_MEMINFO 55
@@ -423,6 +426,136 @@ static void case_same_port(void)
 	close(s);
 }
 
+/* Many senders at once: half sendto() from auto-bound sockets, half
+ * connect() + send(). Every datagram carries (sender, seq, len) and the
+ * pattern for that pair; the receiver checks each byte, that a sender's
+ * datagrams keep one source port and arrive in order without duplicates,
+ * and that received + dropped (SO_RCVBUF full) = sent.
+ */
+enum { MS_SENDERS = 8, MS_PER_SENDER = 300, MS_PORT = BASE_PORT + 90 };
+
+struct ms_hdr {
+	uint32_t sender;
+	uint32_t seq;
+	uint32_t len;
+};
+
+static size_t ms_len(unsigned int sender, unsigned int seq)
+{
+	return sizeof(struct ms_hdr) + (skiff_pattern_word(sender, seq) % 8192);
+}
+
+static void *ms_sender(void *arg)
+{
+	unsigned int id = (unsigned int)(uintptr_t)arg;
+	struct sockaddr_vm dst = vm_addr(LOCAL_CID, MS_PORT);
+	static __thread uint8_t buf[sizeof(struct ms_hdr) + 8192];
+	struct ms_hdr *h = (struct ms_hdr *)buf;
+	int fd = socket(AF_VSOCK, SOCK_DGRAM, 0);
+	intptr_t bad = 0;
+
+	if (fd < 0)
+		return (void *)1;
+	if ((id & 1) && connect(fd, (struct sockaddr *)&dst, sizeof(dst)))
+		bad = 1;
+	for (unsigned int seq = 0; !bad && seq < MS_PER_SENDER; seq++) {
+		size_t len = ms_len(id, seq);
+		ssize_t n;
+
+		h->sender = id;
+		h->seq = seq;
+		h->len = (uint32_t)len;
+		skiff_pattern_fill(buf + sizeof(*h), len - sizeof(*h), id * 65536ULL + seq, 0);
+		if (id & 1)
+			n = send(fd, buf, len, 0);
+		else
+			n = sendto(fd, buf, len, 0, (struct sockaddr *)&dst, sizeof(dst));
+		if (n != (ssize_t)len)
+			bad = 1;
+	}
+	close(fd);
+	return (void *)bad;
+}
+
+static void case_many_senders(void)
+{
+	static uint8_t buf[sizeof(struct ms_hdr) + 8192 + 1], want[8192];
+	unsigned int port[MS_SENDERS] = { 0 };
+	int next_seq[MS_SENDERS] = { 0 };
+	uint32_t mem[SK_MEMINFO_VARS] = { 0 };
+	socklen_t mlen = sizeof(mem);
+	int r = dgram_bound(MS_PORT), size = 4 << 20, got = 0;
+	pthread_t th[MS_SENDERS];
+	unsigned int i;
+
+	if (r < 0)
+		return;
+	if (setsockopt(r, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)))
+		fail("SO_RCVBUFFORCE");
+	for (i = 0; i < MS_SENDERS; i++)
+		pthread_create(&th[i], NULL, ms_sender, (void *)(uintptr_t)i);
+	for (int idle = 0; idle < 20;) {
+		struct sockaddr_vm from;
+		socklen_t flen = sizeof(from);
+		struct ms_hdr *h = (struct ms_hdr *)buf;
+		ssize_t n;
+
+		if (!wait_in(r)) {
+			idle++;
+			if (!getsockopt(r, SOL_SOCKET, SO_MEMINFO, mem, &mlen) &&
+			    got + (int)mem[SK_MEMINFO_DROPS] >= MS_SENDERS * MS_PER_SENDER)
+				break;
+			continue;
+		}
+		n = recvfrom(r, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&from, &flen);
+		if (n < (ssize_t)sizeof(*h) || h->sender >= MS_SENDERS || h->len != (uint32_t)n ||
+		    (size_t)n != ms_len(h->sender, h->seq)) {
+			fail("bad datagram: %zd bytes", n);
+			break;
+		}
+		skiff_pattern_fill(want, n - sizeof(*h), h->sender * 65536ULL + h->seq, 0);
+		if (memcmp(buf + sizeof(*h), want, n - sizeof(*h))) {
+			fail("sender %u seq %u: payload differs", h->sender, h->seq);
+			break;
+		}
+		if ((int)h->seq < next_seq[h->sender]) {
+			fail("sender %u: seq %u after %d (reordered or duplicated)", h->sender,
+			     h->seq, next_seq[h->sender] - 1);
+			break;
+		}
+		next_seq[h->sender] = (int)h->seq + 1;
+		if (!port[h->sender])
+			port[h->sender] = from.svm_port;
+		if (from.svm_cid != LOCAL_CID || from.svm_port != port[h->sender]) {
+			fail("sender %u: from %u:%u, earlier port %u", h->sender, from.svm_cid,
+			     from.svm_port, port[h->sender]);
+			break;
+		}
+		got++;
+		idle = 0;
+	}
+	for (i = 0; i < MS_SENDERS; i++) {
+		void *bad;
+
+		pthread_join(th[i], &bad);
+		if (bad)
+			fail("sender %u failed", i);
+	}
+	if (getsockopt(r, SOL_SOCKET, SO_MEMINFO, mem, &mlen))
+		fail("SO_MEMINFO");
+	printf("DGRAM-INFO many-senders senders=%d sent=%d received=%d dropped=%u\n", MS_SENDERS,
+	       MS_SENDERS * MS_PER_SENDER, got, mem[SK_MEMINFO_DROPS]);
+	if (got + (int)mem[SK_MEMINFO_DROPS] != MS_SENDERS * MS_PER_SENDER)
+		fail("received %d + dropped %u != sent %d", got, mem[SK_MEMINFO_DROPS],
+		     MS_SENDERS * MS_PER_SENDER);
+	/* Loss is allowed (nothing throttles senders on the receiver), but
+	 * not total loss.
+	 */
+	if (!got)
+		fail("nothing received");
+	close(r);
+}
+
 static void case_poll(void)
 {
 	int a = dgram_bound(BASE_PORT + 80), b = dgram_bound(BASE_PORT + 81);
@@ -484,6 +617,7 @@ int main(int argc, char **argv)
 		run_case("no-socket-no-reply", case_no_socket);
 		run_case("rcvbuf-drop", case_rcvbuf_drop);
 		run_case("stream-and-dgram-same-port", case_same_port);
+		run_case("many-senders", case_many_senders);
 	}
 	printf("DGRAM status=%s failures=%d\n", failures ? "fail" : "ok", failures);
 	return failures ? 1 : 0;
