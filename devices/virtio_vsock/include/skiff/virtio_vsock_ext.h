@@ -23,6 +23,14 @@
 #define VIRTIO_VSOCK_F_DGRAM		3
 
 /*
+ * Packet type (virtio_vsock_hdr.type) of a datagram, after STREAM (1) and
+ * SEQPACKET (2). Only with VIRTIO_VSOCK_F_DGRAM, and only with op RW: one
+ * packet is one whole datagram of at most 64 KiB, with buf_alloc, fwd_cnt
+ * and flags zero.
+ */
+#define VIRTIO_VSOCK_TYPE_DGRAM		3
+
+/*
  * Mergeable receive buffers. When negotiated, every packet the device
  * places in the RX virtqueue starts with struct virtio_vsock_mrg_hdr
  * instead of struct virtio_vsock_hdr, and the packet may occupy several

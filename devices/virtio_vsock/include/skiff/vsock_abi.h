@@ -42,7 +42,7 @@
 /* Packet types (hdr.type). */
 #define VIRTIO_VSOCK_TYPE_STREAM 1
 #define VIRTIO_VSOCK_TYPE_SEQPACKET 2
-#define VIRTIO_VSOCK_TYPE_DGRAM 3 /* experimental */
+/* Experimental type DGRAM (3): skiff/virtio_vsock_ext.h. */
 
 /* Operations (hdr.op). */
 enum virtio_vsock_op {

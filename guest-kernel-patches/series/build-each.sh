@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# Check that every patch of the RX batching series (rx-batch-*.patch in
-# series/series) builds on its own: for k = 1 .. N, apply the test-only
-# series, the feature series up to the first rx-batch patch, and rx-batch
-# patches 1 .. k, then compile net/vmw_vsock/ (make W=1; any warning in a
-# vsock file fails the step) for um and x86_64 with the patched kernels'
-# configs.
+# Check that every patch of one group of the feature series (GROUP-*.patch
+# in series/series, e.g. rx-batch or dgram) builds on its own: for k = 1 .. N,
+# apply the test-only series, the feature series up to the group's first
+# patch, and the group's patches 1 .. k, then compile net/vmw_vsock/ (make
+# W=1; any warning in a vsock file fails the step) for um and x86_64 with the
+# patched kernels' configs.
 #
 # Needs the unpacked source and the patched configs that
 # scripts/build-kernels.sh leaves in $SKIFF_CACHE (default ~/.cache/skiff):
 # kernels/src/<version>/ and kernels/out/patched/<arch>/config.
 #
-# Usage: rx-batch-build-each.sh [WORKDIR]   (default: a new directory in /tmp,
-#        removed at the end; about 1 min per patch and arch on 2 CPUs)
+# Usage: build-each.sh GROUP [WORKDIR]   (WORKDIR default: a new directory in
+#        /tmp, removed at the end; about 1 min per patch and arch on 2 CPUs)
 # Exit status: 0 every step built without warnings, 1 a step failed (named,
 # with the compiler output), 2 missing source or configs.
 set -euo pipefail
+[ $# -ge 1 ] || { echo "usage: build-each.sh GROUP [WORKDIR]" >&2; exit 2; }
+group=$1
+shift
 
 here=$(cd "$(dirname "$0")" && pwd)
 gkp=$(cd "$here/.." && pwd)
@@ -28,25 +31,25 @@ src=
 for d in "$cache"/kernels/src/*/; do
 	[ -f "$d/Makefile" ] && src=${d%/}
 done
-[ -n "$src" ] || { echo "rx-batch-build-each: no source in $cache/kernels/src (run scripts/build-kernels.sh)" >&2; exit 2; }
+[ -n "$src" ] || { echo "build-each: no source in $cache/kernels/src (run scripts/build-kernels.sh)" >&2; exit 2; }
 for a in um x86_64; do
 	[ -f "$cache/kernels/out/patched/$a/config" ] ||
-		{ echo "rx-batch-build-each: no $cache/kernels/out/patched/$a/config (run scripts/build-kernels.sh)" >&2; exit 2; }
+		{ echo "build-each: no $cache/kernels/out/patched/$a/config (run scripts/build-kernels.sh)" >&2; exit 2; }
 done
 
 list() { # list DIR: the patches its series file names, in order
 	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$1/series" | while read -r p; do echo "$1/$p"; done
 }
 
-mapfile -t base < <(list "$gkp/test-only"; list "$gkp/series" | grep -v '/rx-batch-')
-mapfile -t rxb < <(list "$gkp/series" | grep '/rx-batch-')
-[ ${#rxb[@]} -gt 0 ] || { echo "rx-batch-build-each: no rx-batch patch in the series" >&2; exit 1; }
+mapfile -t base < <(list "$gkp/test-only"; list "$gkp/series" | sed "\\#/$group-#,\$d")
+mapfile -t grp < <(list "$gkp/series" | grep "/$group-")
+[ ${#grp[@]} -gt 0 ] || { echo "build-each: no $group patch in the series" >&2; exit 1; }
 
 if [ $# -ge 1 ]; then
 	work=$1
 	mkdir -p "$work"
 else
-	work=$(mktemp -d /tmp/rx-batch-build.XXXXXX)
+	work=$(mktemp -d /tmp/build-each.XXXXXX)
 	trap 'rm -rf "$work"' EXIT
 fi
 tree=$work/tree
@@ -74,7 +77,7 @@ done
 
 status=0
 k=0
-for p in "${rxb[@]}"; do
+for p in "${grp[@]}"; do
 	k=$((k + 1))
 	apply "$p"
 	for a in um x86_64; do
@@ -84,13 +87,13 @@ for p in "${rxb[@]}"; do
 		if make -C "$tree" O="$work/build-$a" ARCH="$a" -j"$jobs" W=1 \
 			net/vmw_vsock/ >"$log" 2>&1 &&
 			! grep -qE '(net/vmw_vsock|include/(linux|net)/.*vsock).*(warning|error):' "$log"; then
-			echo "rx-batch-build-each: 1..$k ($(basename "$p")) $a: ok"
+			echo "build-each: 1..$k ($(basename "$p")) $a: ok"
 		else
-			echo "rx-batch-build-each: 1..$k ($(basename "$p")) $a: FAILED" >&2
+			echo "build-each: 1..$k ($(basename "$p")) $a: FAILED" >&2
 			grep -E '(warning|error)' "$log" | grep -v 'kernel-offsets' >&2 || tail -20 "$log" >&2
 			status=1
 		fi
 	done
 done
-[ "$status" -eq 0 ] && echo "rx-batch-build-each: PASS (${#rxb[@]} patches x um, x86_64)"
+[ "$status" -eq 0 ] && echo "build-each: PASS (${#grp[@]} patches x um, x86_64)"
 exit "$status"
