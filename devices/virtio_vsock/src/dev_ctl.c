@@ -580,6 +580,19 @@ void ctl_step_clients(struct vsock_dev *dev)
 	}
 }
 
+void ctl_step_dgram(struct vsock_dev *dev)
+{
+	struct dgram_sock *s, *next;
+	int64_t now = killq_now(&dev->kq);
+
+	dgram_rx(&dev->dg, &dev->dg.gw, &dev->ctl.dg_rc, now);
+	for (s = dev->dg.socks; s; s = next) {
+		next = s->next; /* a closed socket is only freed by dgram_reap() */
+		dgram_rx(&dev->dg, s, &dev->ctl.dg_rc, now);
+	}
+	dgram_reap(&dev->dg);
+}
+
 static void *ctl_main(void *arg)
 {
 	struct vsock_dev *dev = arg;

@@ -41,6 +41,13 @@ bool ctl_step_tx(struct vsock_dev *dev);
 void ctl_step_clients(struct vsock_dev *dev);
 
 /*
+ * ctl_step_dgram() - what the control thread does when datagram sockets
+ * are readable: dgram_rx() on the gateway and every guest-port socket
+ * once, then dgram_reap().
+ */
+void ctl_step_dgram(struct vsock_dev *dev);
+
+/*
  * pump_step() - one turn of pump @p's loop without waiting: its host
  * socket events, every connection on its work list (served as the pump
  * thread serves them), for pump 0 the conn-less RSTs and packets from

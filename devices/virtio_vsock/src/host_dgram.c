@@ -55,6 +55,8 @@ int dgram_src_port(const char *uds, const struct sockaddr_un *sa, socklen_t len,
 	size_t off = offsetof(struct sockaddr_un, sun_path), ulen = strlen(uds), plen;
 	const char *p = sa->sun_path;
 
+	if (len > sizeof(*sa))
+		len = sizeof(*sa);
 	if (len <= off || sa->sun_family != AF_UNIX || !p[0])
 		return -EINVAL; /* unbound or abstract */
 	plen = strnlen(p, len - off);
