@@ -6,6 +6,7 @@
 #include "dgram.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -290,14 +291,20 @@ void dgram_rx(struct dgram_host *d, struct dgram_sock *s, struct rxq_cache *rc, 
 		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return;
 		if (r < 0) {
-			/* Not seen on AF_UNIX; never spin on it: the socket goes. */
 			CTR(d->ctr, dgram_rx_drop_err, 1);
-			if (s->gateway)
+			if (++s->errs < DGRAM_MAX_ERRS)
+				return; /* level-triggered: tried again on the next round */
+			/* Broken: never spun on. */
+			if (s->gateway) {
+				fprintf(stderr, "skiff-vsock: datagram gateway: %s; closed\n",
+					strerror(errno));
 				sock_close(d, s);
-			else
-				sock_free(d, s);
+			} else {
+				sock_free(d, s); /* made again when the guest port sends */
+			}
 			return;
 		}
+		s->errs = 0;
 		rx_one(d, s, rc, &from, from_len, (size_t)r, now_ms);
 	}
 }

@@ -35,6 +35,7 @@
 #define DGRAM_MAX_SOCKS 64u /* guest-port sockets per device */
 #define DGRAM_IDLE_MS 60000 /* unused this long: closed when another socket is made */
 #define DGRAM_RX_BUDGET 32u /* datagrams read from one socket per readiness event */
+#define DGRAM_MAX_ERRS 8u /* receive errors in a row before a socket is given up */
 
 /* One device-owned socket: a guest port's, or the gateway. */
 struct dgram_sock {
@@ -43,6 +44,7 @@ struct dgram_sock {
 	bool gateway;
 	uint32_t port; /* the guest port (not for the gateway) */
 	int64_t last_ms; /* last datagram either way */
+	unsigned int errs; /* receive errors in a row */
 	struct dgram_sock *next;
 };
 
@@ -87,9 +89,11 @@ void dgram_tx(struct dgram_host *d, const struct virtio_vsock_hdr *h, const stru
 /*
  * dgram_rx() - socket @s is readable: read up to DGRAM_RX_BUDGET datagrams
  * and put each on the RX queue through @rc (empty; rxq_dgram_put()), or
- * drop and count it (dgram_rx_drop_*). A socket that reports an error other
- * than EAGAIN is closed (a guest-port one; the gateway stays), so a broken
- * socket is never spun on.
+ * drop and count it (dgram_rx_drop_*). A receive error other than EAGAIN
+ * is counted (dgram_rx_drop_err) and ends the round; after DGRAM_MAX_ERRS
+ * in a row the socket is closed (the gateway with a line on stderr), so a
+ * broken socket is never spun on while a passing error (ENOMEM) costs
+ * nothing: the datagram is still queued and read on the next round.
  */
 void dgram_rx(struct dgram_host *d, struct dgram_sock *s, struct rxq_cache *rc, int64_t now_ms);
 

@@ -89,7 +89,8 @@ static bool bound_live(const struct sockaddr_un *sa, socklen_t len)
 
 	if (fd < 0)
 		return true; /* cannot tell: leave it */
-	live = !connect(fd, (const struct sockaddr *)sa, len);
+	/* Only ECONNREFUSED says nobody is there; any other failure: leave it. */
+	live = !connect(fd, (const struct sockaddr *)sa, len) || errno != ECONNREFUSED;
 	close(fd);
 	return live;
 }
