@@ -306,6 +306,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FZ_CHECK(vq_setup(&dev->rx.vq, &dev->gm, &dev->vring[VSOCK_VQ_RX], dev->features) == 0);
 	FZ_CHECK(vq_setup(&dev->ctl.txq, &dev->gm, &dev->vring[VSOCK_VQ_TX], dev->features) == 0);
 	rxq_start(&dev->rx, dev->features & (1ull << VIRTIO_VSOCK_F_MRG_RXBUF), 1);
+	dev->dg.guest_dgram = dev->features & (1ull << VIRTIO_VSOCK_F_DGRAM);
 	dev->rx.batch = 4;
 	dev->ctl.next_host_port = HOST_PORT_MIN; /* same ports for the same input */
 

@@ -195,11 +195,12 @@ static void print_dev_counters(const struct guest *g)
 		" dgram_tx_drop_full %" PRIu64 " dgram_tx_drop_err %" PRIu64
 		" dgram_rx_pkts %" PRIu64 " dgram_rx_bytes %" PRIu64
 		" dgram_rx_drop_no_buf %" PRIu64 " dgram_rx_drop_too_big %" PRIu64
-		" dgram_rx_drop_bad_addr %" PRIu64 " dgram_rx_drop_err %" PRIu64 "\n",
+		" dgram_rx_drop_bad_addr %" PRIu64 " dgram_rx_drop_err %" PRIu64
+		" dgram_rx_drop_no_dest %" PRIu64 "\n",
 		who, c.dgram_tx_pkts, c.dgram_tx_bytes, c.dgram_tx_drop_malformed,
 		c.dgram_tx_drop_no_dest, c.dgram_tx_drop_full, c.dgram_tx_drop_err, c.dgram_rx_pkts,
 		c.dgram_rx_bytes, c.dgram_rx_drop_no_buf, c.dgram_rx_drop_too_big,
-		c.dgram_rx_drop_bad_addr, c.dgram_rx_drop_err);
+		c.dgram_rx_drop_bad_addr, c.dgram_rx_drop_err, c.dgram_rx_drop_no_dest);
 }
 
 /* SIGUSR1: print the device counters (thread safe), keep running. */

@@ -361,6 +361,7 @@ static void write_stats(FILE *f, const struct vm_run *r, unsigned int nr, uint64
 	stat_u64(f, p, "vsock_dgram_rx_drop_too_big", c.vsock_dgram_rx_drop_too_big);
 	stat_u64(f, p, "vsock_dgram_rx_drop_bad_addr", c.vsock_dgram_rx_drop_bad_addr);
 	stat_u64(f, p, "vsock_dgram_rx_drop_err", c.vsock_dgram_rx_drop_err);
+	stat_u64(f, p, "vsock_dgram_rx_drop_no_dest", c.vsock_dgram_rx_drop_no_dest);
 }
 
 /* "VM 2 (cid 4)", or "VM" when it is the only one. */

@@ -150,6 +150,7 @@ struct skiff_counters {
 	uint64_t vsock_dgram_tx_drop_no_dest, vsock_dgram_tx_drop_full, vsock_dgram_tx_drop_err;
 	uint64_t vsock_dgram_rx_pkts, vsock_dgram_rx_bytes, vsock_dgram_rx_drop_no_buf;
 	uint64_t vsock_dgram_rx_drop_too_big, vsock_dgram_rx_drop_bad_addr, vsock_dgram_rx_drop_err;
+	uint64_t vsock_dgram_rx_drop_no_dest;
 };
 
 /*

@@ -522,6 +522,7 @@ void virtio_mmio_counters(struct virtio_mmio *d, struct skiff_counters *out)
 	out->vsock_dgram_rx_drop_too_big = c.dgram_rx_drop_too_big;
 	out->vsock_dgram_rx_drop_bad_addr = c.dgram_rx_drop_bad_addr;
 	out->vsock_dgram_rx_drop_err = c.dgram_rx_drop_err;
+	out->vsock_dgram_rx_drop_no_dest = c.dgram_rx_drop_no_dest;
 }
 
 #endif /* SKIFF_HAVE_VSOCK */

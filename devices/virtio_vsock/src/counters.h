@@ -18,7 +18,7 @@ struct dev_counters {
 	_Atomic uint64_t dgram_tx_pkts, dgram_tx_bytes, dgram_tx_drop_malformed,
 		dgram_tx_drop_no_dest, dgram_tx_drop_full, dgram_tx_drop_err;
 	_Atomic uint64_t dgram_rx_pkts, dgram_rx_bytes, dgram_rx_drop_no_buf, dgram_rx_drop_too_big,
-		dgram_rx_drop_bad_addr, dgram_rx_drop_err;
+		dgram_rx_drop_bad_addr, dgram_rx_drop_err, dgram_rx_drop_no_dest;
 };
 
 /* CTR() - add @n to counter @field of @ctr (a struct dev_counters *), any thread. */

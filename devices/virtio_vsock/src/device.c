@@ -375,6 +375,8 @@ static int dev_resume(struct vsock_dev *dev)
 	    vq_setup(&dev->ctl.evq, &dev->gm, &dev->vring[VSOCK_VQ_EVENT], dev->features))
 		return -EINVAL;
 	rxq_start(&dev->rx, dev_has_feature(dev, VIRTIO_VSOCK_F_MRG_RXBUF), dev->n_pumps);
+	dev->dg.guest_dgram =
+		dev_has_feature(dev, VIRTIO_VSOCK_F_DGRAM); /* control thread stopped */
 	dev->ctl.tx_broken_warned = false;
 	atomic_store(&dev->stopping, false);
 	for (i = 0; i < dev->n_pumps; i++) {
@@ -617,6 +619,7 @@ void vsock_dev_get_counters(const struct vsock_dev *dev, struct vsock_dev_counte
 	o->dgram_rx_drop_too_big = atomic_load(&c->dgram_rx_drop_too_big);
 	o->dgram_rx_drop_bad_addr = atomic_load(&c->dgram_rx_drop_bad_addr);
 	o->dgram_rx_drop_err = atomic_load(&c->dgram_rx_drop_err);
+	o->dgram_rx_drop_no_dest = atomic_load(&c->dgram_rx_drop_no_dest);
 }
 
 int vsock_dev_conn_dump(struct vsock_dev *dev, uint32_t host_port, uint32_t guest_port, char *buf,

@@ -233,6 +233,10 @@ static void rx_one(struct dgram_host *d, struct dgram_sock *s, struct rxq_cache 
 	uint32_t src, dst = s->port;
 	int ret;
 
+	if (!d->guest_dgram) {
+		CTR(d->ctr, dgram_rx_drop_no_dest, 1); /* a guest that cannot take it */
+		return;
+	}
 	if (dgram_src_port(d->uds, from, from_len, &src)) {
 		CTR(d->ctr, dgram_rx_drop_bad_addr, 1);
 		return;

@@ -51,6 +51,7 @@ struct dgram_sock {
 struct dgram_host {
 	char uds[108]; /* "": no host side, every guest datagram to CID 2 is dropped */
 	uint64_t guest_cid;
+	bool guest_dgram; /* the guest negotiated DGRAM (set while the control thread is stopped) */
 	int epfd, kind; /* where and with which tag the sockets are watched */
 	struct dev_counters *ctr;
 	struct dgram_sock *socks; /* most recently used first */
@@ -89,7 +90,8 @@ void dgram_tx(struct dgram_host *d, const struct virtio_vsock_hdr *h, const stru
 /*
  * dgram_rx() - socket @s is readable: read up to DGRAM_RX_BUDGET datagrams
  * and put each on the RX queue through @rc (empty; rxq_dgram_put()), or
- * drop and count it (dgram_rx_drop_*). A receive error other than EAGAIN
+ * drop and count it (dgram_rx_drop_*; every one while the guest has not
+ * negotiated DGRAM, d->guest_dgram). A receive error other than EAGAIN
  * is counted (dgram_rx_drop_err) and ends the round; after DGRAM_MAX_ERRS
  * in a row the socket is closed (the gateway with a line on stderr), so a
  * broken socket is never spun on while a passing error (ENOMEM) costs

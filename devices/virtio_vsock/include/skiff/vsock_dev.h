@@ -285,13 +285,15 @@ struct vsock_dev_counters {
 	 *     larger than one RX buffer;
 	 *   rx_drop_bad_addr: host sender not bound at "<uds>_dgram_<port>",
 	 *     or a bad "SEND <port>" line on the gateway;
+	 *   rx_drop_no_dest: host datagrams for a guest that did not
+	 *     negotiate DGRAM;
 	 *   rx_drop_err: a receive error on a host datagram socket (the
 	 *     datagram stays queued; after 8 in a row the socket is closed).
 	 */
 	uint64_t dgram_tx_pkts, dgram_tx_bytes, dgram_tx_drop_malformed, dgram_tx_drop_no_dest,
 		dgram_tx_drop_full, dgram_tx_drop_err;
 	uint64_t dgram_rx_pkts, dgram_rx_bytes, dgram_rx_drop_no_buf, dgram_rx_drop_too_big,
-		dgram_rx_drop_bad_addr, dgram_rx_drop_err;
+		dgram_rx_drop_bad_addr, dgram_rx_drop_err, dgram_rx_drop_no_dest;
 	/* now: host fds held for host clients and connections (max_host_fds counts these) */
 	uint64_t host_fds;
 };
