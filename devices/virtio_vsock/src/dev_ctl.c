@@ -566,6 +566,7 @@ void ctl_step_claim(struct vsock_dev *dev)
 
 bool ctl_step_tx(struct vsock_dev *dev)
 {
+	dgram_reap(&dev->dg); /* no event batch in flight here */
 	return process_tx(dev);
 }
 
