@@ -9,7 +9,8 @@
  * (tests/support/fault_shim.h). Checked for each: no sanitizer report, no
  * hang, every datagram the guest sent is accounted for (delivered or a
  * drop counter), nothing reset, the next exchange goes through whole, and
- * no fd is left open after destroy.
+ * no fd is left open after destroy. And a held pump (fault_pause_call())
+ * fills another guest's datagram forward queue: t_route_full.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -222,6 +223,69 @@ START_TEST(t_dgram_fault)
 }
 END_TEST
 
+/*
+ * Guest to guest, the destination's forward queue full: the destination's
+ * pump is held in epoll_wait (fault_pause_call()), so its datagram share
+ * (ROUTE_FWD_DGRAM_PKTS, 64) fills; the sender's next datagrams are dropped
+ * and counted at once (dgram_tx_drop_full), never held; released, the 64
+ * queued arrive in order.
+ */
+START_TEST(t_route_full)
+{
+	struct vsock_dev_counters ca;
+	struct fx_opts oa, ob;
+	struct sim_pkt pkt;
+	struct fx a, b;
+	uint32_t i, queued;
+
+	memset(&oa, 0, sizeof(oa));
+	memset(&ob, 0, sizeof(ob));
+	oa.dgram = ob.dgram = true;
+	oa.drv.guest_cid = 3;
+	ob.drv.guest_cid = 4;
+	oa.drv.peer_guests = ob.drv.peer_guests = true;
+	ob.rx_threads = 1; /* its one pump is pump 0, the router's */
+	ob.spawn = fault_spawn;
+	fx_setup(&a, &oa);
+	fx_setup(&b, &ob);
+	fault_reset();
+	fault_pause_call(FAULT_EPOLL_WAIT, VSOCK_THREAD_RX_PUMP, 0);
+	/*
+	 * One datagram wakes the pump, held at its next wait: before or after
+	 * it delivered that one (then @queued is 1 or 0).
+	 */
+	i = 1000;
+	ck_assert_int_eq(sim_dgram_send(a.drv, 4, 800, 900, &i, sizeof(i), FX_T), 0);
+	ck_assert_int_eq(fault_wait_paused(1, FX_T), 0);
+	queued = sim_dgram_recv(b.drv, &pkt, 2000) ? 1 : 0;
+	if (!queued)
+		sim_pkt_free(&pkt);
+	for (i = 0; i < 100; i++)
+		ck_assert_int_eq(sim_dgram_send(a.drv, 4, 800, 900, &i, sizeof(i), FX_T), 0);
+	ck_assert_int_eq(sim_wait_tx_idle(a.drv, FX_T), 0);
+	FX_WAIT_EQ(&a, dgram_tx_drop_full, 36 + queued);
+	fx_counters(&a, &ca);
+	ck_assert_uint_eq(ca.dgram_tx_pkts, 1 + 64 - queued);
+	fault_release();
+	if (queued) {
+		ck_assert_int_eq(sim_dgram_recv(b.drv, &pkt, FX_T), 0); /* the waking one */
+		sim_pkt_free(&pkt);
+	}
+	for (i = 0; i < 64 - queued; i++) {
+		uint32_t v;
+
+		ck_assert_int_eq(sim_dgram_recv(b.drv, &pkt, FX_T), 0);
+		ck_assert_uint_eq(pkt.hdr.len, sizeof(v));
+		memcpy(&v, pkt.payload, sizeof(v));
+		ck_assert_uint_eq(v, i);
+		sim_pkt_free(&pkt);
+	}
+	FX_WAIT_EQ(&b, dgram_rx_pkts, 1 + 64 - queued);
+	fx_teardown(&b);
+	fx_teardown(&a);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("device_dgram_fault");
@@ -230,5 +294,6 @@ int main(void)
 	reference();
 	FX_ADD(s, t_reference, 30);
 	FX_ADD_LOOP(s, t_dgram_fault, (int)n_cases, 60);
+	FX_ADD(s, t_route_full, 60);
 	return fx_run_suite(s);
 }
