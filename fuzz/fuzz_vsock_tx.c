@@ -12,6 +12,11 @@
  * RST) into the guest's RX chains (rx_pump.c serve(), conn_rx_next(),
  * rxq.c), mergeable or not.
  *
+ * Datagrams (DGRAM negotiated): guest datagrams to a host socket bound at
+ * <uds>_dgram_1024 (and to ports nobody bound), each guest port's device
+ * socket; then, optionally, the host's datagram through the gateway to the
+ * guest's RX queue (dgram.c, rxq_dgram_put()), read by ctl_step_dgram().
+ *
  * The fuzzer's thread stands in for the control thread and for pump 0,
  * through the library's own step functions (dev_step.h: ctl_step_tx(),
  * ctl_step_clients(), pump_step(), the code the threads run); no device
@@ -27,11 +32,14 @@
  * (0x370 up is free).
  *
  * Input: byte 0 = features (bit 0 EVENT_IDX, 1 INDIRECT_DESC, 2 SEQPACKET,
- * 3 MRG_RXBUF); byte 1 = log2 TX queue size (bits 0-2, % 5) and log2 RX
+ * 3 MRG_RXBUF, 4 DGRAM); byte 1 = log2 TX queue size (bits 0-2, % 5) and log2 RX
  * queue size (bits 4-6, % 5); byte 2: bit 0 = a host client connects first
  * and sends "CONNECT <port>\n" with <port> = bytes 3-6, bit 1 = run the
  * pump afterwards, bit 2 = host peers close their write side after their
- * bytes, bit 3 = host peers close entirely; byte 7 = n, then n bytes every
+ * bytes, bit 3 = host peers close entirely, bit 4 = the host datagram socket
+ * sends "SEND <port>\n" + the host bytes to the gateway (<port> = bytes
+ * 3-6), bit 5 = ... and sends the host bytes unframed to the device socket
+ * of guest port <port>; byte 7 = n, then n bytes every
  * host peer writes (the CONNECT client after its line); then 2 bytes: how
  * far the guest advances the TX and the RX avail index after the pump's
  * first turn (more packets and buffers, answering what the pump sent);
@@ -71,6 +79,7 @@ static const uint64_t r_size[R_N] = { 0x1000, 0x1000, 0x400 };
 
 static struct vsock_dev *g_dev;
 static int g_listen[2] = { -1, -1 };
+static int g_dgram = -1; /* host datagram socket bound at <uds>_dgram_1024 */
 static int g_peers[MAX_PEERS];
 static unsigned int g_npeers;
 
@@ -91,6 +100,53 @@ static int listen_on(const char *base, uint32_t port, int type)
 	return fd;
 }
 
+/* The host program's datagram socket for host port 1024. */
+static int dgram_on(const char *base)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_dgram_1024", base);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		perror("fuzz: host datagram socket");
+		abort();
+	}
+	return fd;
+}
+
+/*
+ * The host sends @len bytes of @data to guest port @port: through the
+ * gateway after a SEND line (@gateway), or to the port's device socket.
+ */
+static void host_dgram(struct vsock_dev *dev, uint32_t port, const uint8_t *data, size_t len,
+		       bool gateway)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char msg[32 + 255];
+	int n = 0;
+
+	if (gateway) {
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_dgram", dev->uds_path);
+		n = snprintf(msg, 32, "SEND %u\n", port);
+	} else {
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_dgram_g%u", dev->uds_path, port);
+	}
+	memcpy(msg + n, data, len);
+	/* Fails when the device has no socket for that port: fine. */
+	if (sendto(g_dgram, msg, (size_t)n + len, MSG_DONTWAIT, (struct sockaddr *)&sa,
+		   sizeof(sa)) < 0) {
+	}
+}
+
+/* What the guest sent the host program: read and forget (its queue is short). */
+static void drain_dgram(void)
+{
+	char buf[256];
+
+	while (recv(g_dgram, buf, sizeof(buf), MSG_DONTWAIT) >= 0)
+		;
+}
+
 /* Stop the lobby thread: this thread plays the control thread instead. */
 static void quiet_lobby(struct vsock_dev *dev)
 {
@@ -106,6 +162,7 @@ static void setup_once(void)
 		.uds_path = path,
 		.rx_threads = 1,
 		.mrg_rxbuf = true,
+		.dgram = true,
 		.conn_buf_size = 4096, /* small: credit and backlog limits within 8 KiB */
 		.notify = notify_cb,
 	};
@@ -118,6 +175,7 @@ static void setup_once(void)
 	quiet_lobby(g_dev);
 	g_listen[0] = listen_on(path, 1024, SOCK_STREAM);
 	g_listen[1] = listen_on(path, 1025, SOCK_SEQPACKET);
+	g_dgram = dgram_on(path);
 	ctl_step_claim(g_dev); /* this thread plays the control thread */
 }
 
@@ -228,6 +286,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		features |= 1ull << VIRTIO_VSOCK_F_SEQPACKET;
 	if (flags & 8)
 		features |= 1ull << VIRTIO_VSOCK_F_MRG_RXBUF;
+	if (flags & 16)
+		features |= 1ull << VIRTIO_VSOCK_F_DGRAM;
 	tx.num = (uint16_t)(1u << ((sizes & 7) % 5));
 	rx.num = (uint16_t)(1u << (((sizes >> 4) & 7) % 5));
 	for (i = 0; i < R_N; i++) {
@@ -246,6 +306,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FZ_CHECK(vq_setup(&dev->rx.vq, &dev->gm, &dev->vring[VSOCK_VQ_RX], dev->features) == 0);
 	FZ_CHECK(vq_setup(&dev->ctl.txq, &dev->gm, &dev->vring[VSOCK_VQ_TX], dev->features) == 0);
 	rxq_start(&dev->rx, dev->features & (1ull << VIRTIO_VSOCK_F_MRG_RXBUF), 1);
+	dev->dg.guest_dgram = dev->features & (1ull << VIRTIO_VSOCK_F_DGRAM);
 	dev->rx.batch = 4;
 	dev->ctl.next_host_port = HOST_PORT_MIN; /* same ports for the same input */
 
@@ -261,6 +322,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!dev->ctl.txq.broken)
 		FZ_CHECK((uint16_t)(dev->ctl.txq.used_idx - used0) ==
 			 (uint16_t)(after.tx_pkts - before.tx_pkts));
+
+	if (host & 0x30) {
+		if (host & 0x10)
+			host_dgram(dev, host_port, hdata, hlen, true);
+		if (host & 0x20)
+			host_dgram(dev, host_port, hdata, hlen, false);
+		ctl_step_dgram(dev);
+	}
+	drain_dgram();
 
 	if (host & 2) {
 		struct pump *p = &dev->pumps[0];

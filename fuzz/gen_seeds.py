@@ -88,7 +88,7 @@ def vq_seeds():
 # ---- vsock_tx ----
 TX_AVAIL, TX_DESC, RX_AVAIL, RX_DESC = 0x000, 0x030, 0x130, 0x160
 REQUEST, RESPONSE, RST, SHUTDOWN, RW, CREDIT_UPDATE, CREDIT_REQUEST = 1, 2, 3, 4, 5, 6, 7
-STREAM, SEQPACKET = 1, 2
+STREAM, SEQPACKET, DGRAM = 1, 2, 3
 EOM = 1
 
 
@@ -99,7 +99,7 @@ def vhdr(op, sport, dport, ln=0, typ=STREAM, flags=0, buf_alloc=65536, fwd=0,
 
 
 def tx_input(features, log_tx, log_rx, packets, host=None, rx_bufs=0, split=(),
-             pump=0, hdata=b"", rx_len=0x80, later=0, rx_later=0):
+             pump=0, hdata=b"", rx_len=0x80, later=0, rx_later=0, hport=None):
     """The last @later packets and @rx_later RX buffers come after the pump's first turn."""
     """packets: list of (header, payload); each becomes a chain at 0x400 + 0x100 * k."""
     m = Mem()
@@ -125,7 +125,7 @@ def tx_input(features, log_tx, log_rx, packets, host=None, rx_bufs=0, split=(),
             m.desc(RX_DESC, i, 0x1800 + 0x80 * i, rx_len, WRITE)
     sizes = log_tx | (log_rx << 4)
     hb = (1 if host is not None else 0) | pump
-    return (bytes([features, sizes, hb]) + struct.pack("<I", host or 0)
+    return (bytes([features, sizes, hb]) + struct.pack("<I", host or hport or 0)
             + bytes([len(hdata)]) + hdata + bytes([later, rx_later]) + m.b)
 
 
@@ -182,6 +182,26 @@ def tx_seeds():
         (vhdr(RW, 5005, 4242, 4), b"abcd"),  # no connection: RST
         (vhdr(REQUEST, 5006, 4243), b""),  # nobody listens: RST
     ]))
+    # Datagrams (feature bit 4 of byte 0 = DGRAM; byte 2 bits 4, 5: host datagrams).
+    F_MRG, F_DGRAM, H_GATEWAY, H_PORT = 8, 16, 0x10, 0x20
+    put("dgram-g2h", "vsock_tx", tx_input(F_DGRAM, 3, 2, [
+        (vhdr(RW, 7000, 1024, 5, typ=DGRAM, buf_alloc=0), b"hello"),  # to the host socket
+        (vhdr(RW, 7001, 1024, 0, typ=DGRAM, buf_alloc=0), b""),  # empty datagram
+        (vhdr(RW, 7000, 4000, 3, typ=DGRAM), b"abc"),  # nobody bound: no_dest
+        (vhdr(RW, 7002, 1024, 4, typ=DGRAM, dst_cid=9), b"abcd"),  # unknown guest CID
+    ], pump=H_PORT, hport=7000, hdata=b"reply to 7000", rx_bufs=4))
+    put("dgram-gateway", "vsock_tx", tx_input(F_DGRAM | F_MRG, 2, 3, [
+        (vhdr(RW, 7003, 1024, 2, typ=DGRAM, buf_alloc=0), b"hi"),
+    ], pump=H_GATEWAY | H_PORT, hport=7003, hdata=bytes(range(200)), rx_bufs=8))
+    put("dgram-malformed", "vsock_tx", tx_input(F_DGRAM, 3, 1, [
+        (vhdr(REQUEST, 7010, 1024), b""),  # a stream on the same ports: never reset
+        (vhdr(REQUEST, 7010, 1024, typ=DGRAM), b""),  # op not RW
+        (vhdr(RW, 7010, 1024, 200, typ=DGRAM), b"short"),  # len beyond the chain
+        (vhdr(RW, 7010, 1024, 4, typ=DGRAM, src_cid=9), b"abcd"),  # wrong source CID
+        (vhdr(RW, 7010, 1024, 4, typ=DGRAM, flags=1), b"abcd"),  # flags
+        (vhdr(RW, 7010, 1024, 4, typ=DGRAM, dst_cid=1), b"abcd"),  # bad destination CID
+        (vhdr(RW, 7010, 1024, 4), b"live"),  # the stream still takes data
+    ], rx_bufs=2))
     put("credit-overrun", "vsock_tx", tx_input(0, 4, 1, [
         (vhdr(REQUEST, 5010, 1024), b""),
     ] + [(vhdr(RW, 5010, 1024, 200), bytes(range(200)))] * 14 + [

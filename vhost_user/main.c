@@ -26,7 +26,7 @@
 
 #define TOOL "skiff-vsock"
 #define MAX_GUESTS 64
-#define GUEST_FORM "socket=PATH,cid=N[,uds=PATH][,group=NAME]"
+#define GUEST_FORM "socket=PATH,cid=N[,uds=PATH][,group=NAME][,dgram=on|off]"
 #define CID_VALID "give a CID from 3 to 4294967294 (0, 1 and 2 are reserved, 4294967295 means any)"
 
 #ifdef SKIFF_TEST_HOOKS
@@ -75,6 +75,11 @@ static void usage(FILE *f)
 		"  --rx-threads N       RX pump threads per guest, 1 .. %u (default: one\n"
 		"                       per online core, at most 4)\n"
 		"  --mrg-rxbuf on|off   offer mergeable RX buffers (default on)\n"
+		"  --dgram on|off       offer datagrams (VIRTIO_VSOCK_F_DGRAM, default off;\n"
+		"                       --guest dgram= sets it per guest); host side:\n"
+		"                       AF_UNIX SOCK_DGRAM at <uds>_dgram_<P> (host port P),\n"
+		"                       <uds>_dgram_g<Q> (guest port Q) and the gateway\n"
+		"                       <uds>_dgram; uds then at most 89 bytes\n"
 		"  --rx-pkt-max BYTES   cap the payload of each host-to-guest RW packet,\n"
 		"                       1 .. 65536, K suffix allowed (default: no cap\n"
 		"                       beyond 64 KiB)\n"
@@ -138,6 +143,7 @@ struct guest {
 	const char *uds_path; /* NULL: no host side */
 	const char *group; /* NULL: the default group */
 	uint64_t cid;
+	int dgram; /* --guest dgram=: 1 on, 0 off, -1 not given (--dgram decides) */
 	struct vsock_dev *dev;
 	struct vu_backend *vb;
 	int listen_fd;
@@ -183,6 +189,18 @@ static void print_dev_counters(const struct guest *g)
 		"\n",
 		who, c.rx_chains_max, c.conns_open, c.host_fds, c.conns_refused, c.stray_pkts,
 		c.rx_pkt_limit_stalls);
+	fprintf(stderr,
+		"skiff-vsock:%s dgram_tx_pkts %" PRIu64 " dgram_tx_bytes %" PRIu64
+		" dgram_tx_drop_malformed %" PRIu64 " dgram_tx_drop_no_dest %" PRIu64
+		" dgram_tx_drop_full %" PRIu64 " dgram_tx_drop_err %" PRIu64
+		" dgram_rx_pkts %" PRIu64 " dgram_rx_bytes %" PRIu64
+		" dgram_rx_drop_no_buf %" PRIu64 " dgram_rx_drop_too_big %" PRIu64
+		" dgram_rx_drop_bad_addr %" PRIu64 " dgram_rx_drop_err %" PRIu64
+		" dgram_rx_drop_no_dest %" PRIu64 "\n",
+		who, c.dgram_tx_pkts, c.dgram_tx_bytes, c.dgram_tx_drop_malformed,
+		c.dgram_tx_drop_no_dest, c.dgram_tx_drop_full, c.dgram_tx_drop_err, c.dgram_rx_pkts,
+		c.dgram_rx_bytes, c.dgram_rx_drop_no_buf, c.dgram_rx_drop_too_big,
+		c.dgram_rx_drop_bad_addr, c.dgram_rx_drop_err, c.dgram_rx_drop_no_dest);
 }
 
 /* SIGUSR1: print the device counters (thread safe), keep running. */
@@ -252,7 +270,7 @@ fail:
 	return NULL;
 }
 
-enum { GUEST_SOCKET, GUEST_CID, GUEST_UDS, GUEST_GROUP };
+enum { GUEST_SOCKET, GUEST_CID, GUEST_UDS, GUEST_GROUP, GUEST_DGRAM };
 
 /*
  * Parse GUEST_FORM into @g. @spec is a copy of @orig, cut up in place, that
@@ -260,7 +278,7 @@ enum { GUEST_SOCKET, GUEST_CID, GUEST_UDS, GUEST_GROUP };
  */
 static int parse_guest(char *spec, const char *orig, struct guest *g)
 {
-	static const char *const keys[] = { "socket", "cid", "uds", "group", NULL };
+	static const char *const keys[] = { "socket", "cid", "uds", "group", "dgram", NULL };
 	struct cli_kv kv = { .keys = keys };
 
 	memset(g, 0, sizeof(*g));
@@ -283,6 +301,13 @@ static int parse_guest(char *spec, const char *orig, struct guest *g)
 			      strlen(kv.val[GUEST_GROUP]), VSOCK_GROUP_NAME_MAX);
 		return -EINVAL;
 	}
+	if (kv.val[GUEST_DGRAM] && strcmp(kv.val[GUEST_DGRAM], "on") &&
+	    strcmp(kv.val[GUEST_DGRAM], "off")) {
+		cli_bad_value(TOOL, "--guest dgram", kv.val[GUEST_DGRAM],
+			      "give on or off (default: --dgram, off)");
+		return -EINVAL;
+	}
+	g->dgram = kv.val[GUEST_DGRAM] ? !strcmp(kv.val[GUEST_DGRAM], "on") : -1;
 	g->sock_path = kv.val[GUEST_SOCKET];
 	g->uds_path = kv.val[GUEST_UDS];
 	g->group = kv.val[GUEST_GROUP];
@@ -357,6 +382,13 @@ static int parse_option(int c, const char *arg, struct args *a)
 		}
 		cfg->mrg_rxbuf = !strcmp(arg, "on");
 		break;
+	case 'd':
+		if (strcmp(arg, "on") && strcmp(arg, "off")) {
+			cli_bad_value(TOOL, "--dgram", arg, "give on or off (default off)");
+			return -EINVAL;
+		}
+		cfg->dgram = !strcmp(arg, "on");
+		break;
 	case 'S':
 		if (sandbox_parse_mode(arg, &a->sb_mode)) {
 			cli_bad_value(TOOL, "--seccomp", arg, "give kill, log or off");
@@ -430,7 +462,8 @@ static int check_guests(const struct args *a)
 		}
 		guests[0] = (struct guest){ .sock_path = a->sock_path,
 					    .uds_path = a->uds_path,
-					    .cid = a->cid_num };
+					    .cid = a->cid_num,
+					    .dgram = -1 };
 		n_guests = 1;
 	}
 	for (i = 0; i < n_guests; i++) {
@@ -486,6 +519,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "guest", required_argument, NULL, 'g' },
 		{ "rx-threads", required_argument, NULL, 'r' },
 		{ "mrg-rxbuf", required_argument, NULL, 'm' },
+		{ "dgram", required_argument, NULL, 'd' },
 		{ "rx-pkt-max", required_argument, NULL, 'p' },
 		{ "conn-buf", required_argument, NULL, 'b' },
 		{ "seccomp", required_argument, NULL, 'S' },
@@ -609,6 +643,8 @@ int main(int argc, char **argv)
 		dc.guest_cid = g->cid;
 		dc.uds_path = g->uds_path;
 		dc.group = g->group;
+		if (g->dgram >= 0)
+			dc.dgram = g->dgram;
 		ret = vsock_dev_create(&dc, &g->dev);
 		if (ret) {
 			const char *hint =

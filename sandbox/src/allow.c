@@ -234,12 +234,19 @@ static int allow_spare_fd(scmp_filter_ctx ctx)
 /*
  * The control thread is the only device thread that makes host sockets:
  * accept4 on the listener (host-initiated), socket(AF_UNIX) + connect to
- * <uds>_<port> (guest-initiated).
+ * <uds>_<port> (guest-initiated), and with datagrams (dgram.c,
+ * host_dgram.c) socket(AF_UNIX) + bind of a guest port's socket at
+ * <uds>_dgram_g<port>: a stale socket file there is checked (lstat:
+ * newfstatat), tried (connect) and removed (unlink), as are the sockets it
+ * reclaims.
  */
 static int add_vsock_ctl(scmp_filter_ctx ctx)
 {
+	static const int dgram_nrs[] = { SCMP_SYS(bind), SCMP_SYS(unlink), SCMP_SYS(newfstatat) };
 	int ret = add_dev_io(ctx);
 
+	if (!ret)
+		ret = ALLOW_LIST(ctx, dgram_nrs);
 	if (!ret)
 		ret = allow(ctx, SCMP_SYS(accept4));
 	if (!ret)

@@ -31,6 +31,7 @@ void fx_setup(struct fx *fx, const struct fx_opts *o)
 		.uds_path = fx->uds,
 		.rx_threads = o->rx_threads,
 		.mrg_rxbuf = o->mrg,
+		.dgram = o->dgram,
 		.max_conns = o->max_conns,
 		.max_host_fds = o->max_host_fds,
 		.conn_buf_size = o->conn_buf_size,

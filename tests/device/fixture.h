@@ -17,6 +17,7 @@
 
 struct fx_opts {
 	bool mrg; /* device offers MRG_RXBUF (the driver accepts it unless drv.features says no) */
+	bool dgram; /* device offers DGRAM (vsock_dev_config.dgram) */
 	unsigned int rx_threads;
 	unsigned int max_conns;
 	uint32_t max_host_fds; /* vsock_dev_config.max_host_fds (0: the automatic share) */

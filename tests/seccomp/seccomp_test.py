@@ -169,13 +169,13 @@ class Frontend:
         else:
             self.s.sendall(msg)
 
-    def start_device(self):
+    def start_device(self, features=1 << 32):
         mem = os.memfd_create("guest", 0)
         self.fds.append(mem)
         os.ftruncate(mem, 1 << 20)
         ua = 0x7f0000000000
         self.send(3)  # SET_OWNER
-        self.send(2, struct.pack("<Q", 1 << 32))  # SET_FEATURES: VERSION_1
+        self.send(2, struct.pack("<Q", features))  # SET_FEATURES: VERSION_1 (and more)
         self.send(5, struct.pack("<II", 1, 0) + struct.pack("<QQQQ", 0, 1 << 20, ua, 0),
                   [mem])  # SET_MEM_TABLE
         for q, base in ((0, 0x0000), (1, 0x4000)):  # RX, TX
@@ -252,6 +252,52 @@ def test_vsock(binary):
            f"exit {r.returncode}: {r.stderr}")
     test_vsock_out_of_fds(binary)
     test_vsock_multi(binary)
+    test_vsock_dgram(binary)
+
+
+def test_vsock_dgram(binary):
+    """Datagrams under the default filters: the control thread makes a guest port's
+    socket (socket, bind; over a stale socket file: newfstatat, connect, unlink) for
+    the host's first datagram through the gateway; nobody is killed."""
+    with tempfile.TemporaryDirectory(prefix="vu-dg-") as d:
+        stale = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        stale.bind(f"{d}/h.sock_dgram_g5")
+        stale.close()  # a stale socket file where the device binds guest port 5's
+        p = subprocess.Popen([binary, "--socket", f"{d}/vu.sock", "--cid", "3", "--uds",
+                              f"{d}/h.sock", "--dgram", "on"], stderr=subprocess.PIPE,
+                             text=True, preexec_fn=no_core)
+        fe = None
+        deadline = time.monotonic() + TIMEOUT
+        while p.poll() is None and fe is None and time.monotonic() < deadline:
+            try:
+                fe = Frontend(f"{d}/vu.sock")
+            except OSError:
+                time.sleep(0.02)  # not listening yet
+        expect(fe is not None, "skiff-vsock --dgram on: a frontend connects")
+        fe.start_device((1 << 32) | (1 << 3))  # VERSION_1, DGRAM
+        fe.s.sendall(vu_msg(1))  # GET_FEATURES round trip: the device runs
+        fe.s.recv(20, socket.MSG_WAITALL)
+        h = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        h.bind(f"{d}/h.sock_dgram_7")
+        h.sendto(b"SEND 5\nhello", f"{d}/h.sock_dgram")
+        made = False
+        while p.poll() is None and time.monotonic() < deadline and not made:
+            try:
+                probe = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                probe.connect(f"{d}/h.sock_dgram_g5")  # only a live socket takes it
+                probe.close()
+                made = True
+            except OSError:
+                time.sleep(0.02)  # the control thread has not made it yet
+        h.close()
+        err = finish(p)
+        fe.close()
+        expect(made and p.returncode == 0 and "seccomp: thread" not in err,
+               "--dgram on, seccomp kill: guest port 5's socket made over a stale file, clean exit",
+               f"exit {p.returncode}: {err}")
+        expect("dgram_rx_drop_no_buf 1" in err,
+               "the datagram met no RX buffer (the frontend posts none): counted",
+               err)
 
 
 def thread_seccomp(pid):

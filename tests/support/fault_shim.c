@@ -28,6 +28,9 @@ int __real_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags);
 ssize_t __real_read(int fd, void *buf, size_t n);
 ssize_t __real_readv(int fd, const struct iovec *iov, int n);
 ssize_t __real_recv(int fd, void *buf, size_t n, int flags);
+ssize_t __real_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa,
+			socklen_t *len);
+int __real_bind(int fd, const struct sockaddr *sa, socklen_t len);
 ssize_t __real_sendmsg(int fd, const struct msghdr *m, int flags);
 int __real_setsockopt(int fd, int level, int name, const void *v, socklen_t len);
 int __real_fcntl(int fd, int cmd, ...);
@@ -41,8 +44,9 @@ void __sanitizer_symbolize_pc(void *pc, const char *fmt, char *out, size_t len)
 #define ERR(e) (1u << (e))
 
 static const char *const fn_names[FAULT_FN_NUM] = {
-	"epoll_ctl", "epoll_wait", "poll",    "socket",	    "connect", "accept4", "read",
-	"readv",     "recv",	   "sendmsg", "setsockopt", "fcntl",   "malloc",  "calloc",
+	"epoll_ctl", "epoll_wait", "poll",     "socket",  "connect",	"accept4",
+	"read",	     "readv",	   "recv",     "sendmsg", "setsockopt", "fcntl",
+	"malloc",    "calloc",	   "recvfrom", "bind",
 };
 
 static const struct {
@@ -287,6 +291,8 @@ static struct fault_site *site_find(enum fault_fn fn, void *const pcs[FAULT_PCS]
 			return &sites[i];
 	if (n_sites == FAULT_MAX_SITES)
 		return NULL;
+	/* A fresh entry: a slot reused after fault_reset() keeps no count. */
+	memset(&sites[n_sites], 0, sizeof(sites[n_sites]));
 	sites[n_sites].fn = fn;
 	memcpy(sites[n_sites].pc, pcs, sizeof(sites[n_sites].pc));
 	return &sites[n_sites++];
@@ -438,6 +444,23 @@ ssize_t __wrap_recv(int fd, void *buf, size_t n, int flags)
 	FAIL_IF(check(FAULT_RECV, __builtin_return_address(0), ERR(FE_EINTR) | ERR(FE_ENOMEM),
 		      true));
 	return __real_recv(fd, buf, n, flags);
+}
+
+ssize_t __wrap_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa,
+			socklen_t *len);
+ssize_t __wrap_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa, socklen_t *len)
+{
+	FAIL_IF(check(FAULT_RECVFROM, __builtin_return_address(0), ERR(FE_EINTR) | ERR(FE_ENOMEM),
+		      true));
+	return __real_recvfrom(fd, buf, n, flags, sa, len);
+}
+
+int __wrap_bind(int fd, const struct sockaddr *sa, socklen_t len);
+int __wrap_bind(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	FAIL_IF(check(FAULT_BIND, __builtin_return_address(0), ERR(FE_ENOMEM) | ERR(FE_ENOSPC),
+		      true));
+	return __real_bind(fd, sa, len);
 }
 
 ssize_t __wrap_sendmsg(int fd, const struct msghdr *m, int flags);

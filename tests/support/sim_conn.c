@@ -346,6 +346,10 @@ void sim__dispatch(struct sim_drv *drv, const struct virtio_vsock_hdr *hdr, cons
 				 (unsigned long long)hdr->dst_cid);
 		return;
 	}
+	if (hdr->type == VIRTIO_VSOCK_TYPE_DGRAM) {
+		sim__dgram_rx(drv, hdr, iov, iovcnt, len); /* connection-less */
+		return;
+	}
 	if (hdr->type != VIRTIO_VSOCK_TYPE_STREAM && hdr->type != VIRTIO_VSOCK_TYPE_SEQPACKET) {
 		sim__proto_error(drv, "packet type %u", hdr->type);
 		return;

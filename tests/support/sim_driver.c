@@ -728,24 +728,23 @@ out:
 
 /* ---- stray packets ---- */
 
-void sim__stray_add(struct sim_drv *drv, const struct virtio_vsock_hdr *hdr,
-		    const struct iovec *iov, int iovcnt, uint32_t len)
+bool sim__pktq_add(struct sim_pktq *q, unsigned int max, const struct virtio_vsock_hdr *hdr,
+		   const struct iovec *iov, int iovcnt, uint32_t len)
 {
 	struct sim_stray *s;
 	uint8_t *p;
 	int i;
 
-	drv->stats.stray_pkts++;
-	if (drv->nstray >= SIM_STRAY_MAX)
-		return;
+	if (q->n >= max)
+		return false;
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return;
+		return false;
 	s->pkt.hdr = *hdr;
 	s->pkt.payload = malloc(len ? len : 1);
 	if (!s->pkt.payload) {
 		free(s);
-		return;
+		return false;
 	}
 	p = s->pkt.payload;
 	for (i = 0; i < iovcnt; i++) {
@@ -753,12 +752,20 @@ void sim__stray_add(struct sim_drv *drv, const struct virtio_vsock_hdr *hdr,
 		p += iov[i].iov_len;
 	}
 	s->pkt.num_buffers = 1;
-	if (drv->stray_tail)
-		drv->stray_tail->next = s;
+	if (q->tail)
+		q->tail->next = s;
 	else
-		drv->stray_head = s;
-	drv->stray_tail = s;
-	drv->nstray++;
+		q->head = s;
+	q->tail = s;
+	q->n++;
+	return true;
+}
+
+void sim__stray_add(struct sim_drv *drv, const struct virtio_vsock_hdr *hdr,
+		    const struct iovec *iov, int iovcnt, uint32_t len)
+{
+	drv->stats.stray_pkts++;
+	sim__pktq_add(&drv->stray, SIM_STRAY_MAX, hdr, iov, iovcnt, len);
 }
 
 void sim_pkt_free(struct sim_pkt *pkt)
@@ -767,7 +774,7 @@ void sim_pkt_free(struct sim_pkt *pkt)
 	pkt->payload = NULL;
 }
 
-int sim_pkt_recv(struct sim_drv *drv, struct sim_pkt *pkt, int timeout_ms)
+int sim__pktq_recv(struct sim_drv *drv, struct sim_pktq *q, struct sim_pkt *pkt, int timeout_ms)
 {
 	struct timespec dl;
 	struct sim_stray *s;
@@ -775,17 +782,17 @@ int sim_pkt_recv(struct sim_drv *drv, struct sim_pkt *pkt, int timeout_ms)
 
 	sim__deadline(&dl, timeout_ms);
 	pthread_mutex_lock(&drv->lock);
-	while (!drv->stray_head) {
+	while (!q->head) {
 		if (sim__wait(drv, &dl)) {
 			rc = -ETIMEDOUT;
 			goto out;
 		}
 	}
-	s = drv->stray_head;
-	drv->stray_head = s->next;
-	if (!drv->stray_head)
-		drv->stray_tail = NULL;
-	drv->nstray--;
+	s = q->head;
+	q->head = s->next;
+	if (!q->head)
+		q->tail = NULL;
+	q->n--;
 	*pkt = s->pkt;
 	free(s);
 out:
@@ -793,23 +800,33 @@ out:
 	return rc;
 }
 
-unsigned int sim_pkt_flush(struct sim_drv *drv)
+unsigned int sim__pktq_flush(struct sim_drv *drv, struct sim_pktq *q)
 {
 	unsigned int n = 0;
 
 	pthread_mutex_lock(&drv->lock);
-	while (drv->stray_head) {
-		struct sim_stray *s = drv->stray_head;
+	while (q->head) {
+		struct sim_stray *s = q->head;
 
-		drv->stray_head = s->next;
+		q->head = s->next;
 		free(s->pkt.payload);
 		free(s);
 		n++;
 	}
-	drv->stray_tail = NULL;
-	drv->nstray = 0;
+	q->tail = NULL;
+	q->n = 0;
 	pthread_mutex_unlock(&drv->lock);
 	return n;
+}
+
+int sim_pkt_recv(struct sim_drv *drv, struct sim_pkt *pkt, int timeout_ms)
+{
+	return sim__pktq_recv(drv, &drv->stray, pkt, timeout_ms);
+}
+
+unsigned int sim_pkt_flush(struct sim_drv *drv)
+{
+	return sim__pktq_flush(drv, &drv->stray);
 }
 
 /* ---- RX ---- */
@@ -1208,7 +1225,8 @@ static void stop_thread(struct sim_drv *drv)
 #define SIM_ALL_FEATURES                                                           \
 	((1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX) |        \
 	 (1ull << VIRTIO_RING_F_INDIRECT_DESC) | (1ull << VIRTIO_VSOCK_F_STREAM) | \
-	 (1ull << VIRTIO_VSOCK_F_SEQPACKET) | (1ull << VIRTIO_VSOCK_F_MRG_RXBUF))
+	 (1ull << VIRTIO_VSOCK_F_SEQPACKET) | (1ull << VIRTIO_VSOCK_F_MRG_RXBUF) | \
+	 (1ull << VIRTIO_VSOCK_F_DGRAM))
 
 /* Driver-side state of @vq; its ring offsets were laid out by sim_drv_create(). */
 static int alloc_vq(struct sim_vq *vq, uint16_t num, uint64_t slot_lin, uint32_t slot_size)
@@ -1377,6 +1395,7 @@ void sim_drv_destroy(struct sim_drv *drv)
 		free_ctl(drv);
 		pthread_mutex_unlock(&drv->lock);
 		sim_pkt_flush(drv);
+		sim_dgram_flush(drv);
 		pthread_mutex_destroy(&drv->lock);
 		pthread_cond_destroy(&drv->cond);
 	}
@@ -1488,6 +1507,7 @@ int sim_drv_reset(struct sim_drv *drv)
 	broadcast(drv);
 	pthread_mutex_unlock(&drv->lock);
 	sim_pkt_flush(drv);
+	sim_dgram_flush(drv);
 	return rc;
 }
 

@@ -141,6 +141,8 @@ struct sim_drv_stats {
 	uint64_t stale_fwd_cnt; /* packets with an older fwd_cnt than one before (also an error) */
 	uint64_t proto_errors; /* anything else the device got wrong */
 	uint64_t pkt_overhead_resets; /* connections reset by the rx_pkt_overhead rule */
+	uint64_t dgram_rx; /* DGRAM packets received and queued (sim_dgram_recv()) */
+	uint64_t dgram_rx_dropped; /* ... dropped: the datagram queue was full (SIM_DGRAM_MAX) */
 };
 
 /*
@@ -239,6 +241,30 @@ int sim_wait_tx_idle(struct sim_drv *drv, int timeout_ms);
 
 /* Change the chain shape of TX packets from now on (any thread). */
 void sim_drv_set_tx_shape(struct sim_drv *drv, enum sim_shape shape);
+
+/* ---- datagrams (VIRTIO_VSOCK_F_DGRAM, the datagram RFC's wire format) ---- */
+
+/*
+ * sim_dgram_send() - one datagram of @len bytes (at most 64 KiB: -EMSGSIZE,
+ * as the RFC's guest) from guest port @src_port to (@dst_cid, @dst_port):
+ * one DGRAM RW packet, flags and credit fields 0, over the TX shape in
+ * use. Waits up to @timeout_ms for descriptors (a guest's sk_sndbuf).
+ * Return: 0; -EMSGSIZE; -EOPNOTSUPP (DGRAM not negotiated); as
+ * sim_send_pkt().
+ */
+int sim_dgram_send(struct sim_drv *drv, uint64_t dst_cid, uint32_t src_port, uint32_t dst_port,
+		   const void *buf, uint32_t len, int timeout_ms);
+/*
+ * sim_dgram_recv() - the next datagram received (any port, FIFO), waiting
+ * up to @timeout_ms. The driver queues at most SIM_DGRAM_MAX (its
+ * sk_rcvbuf) and drops beyond (stats.dgram_rx_dropped). Each DGRAM packet
+ * is checked as it arrives: negotiated, op RW, flags 0, buf_alloc and
+ * fwd_cnt 0, to this CID (else a proto_error).
+ * Return: 0 with @pkt (free with sim_pkt_free()); -ETIMEDOUT.
+ */
+int sim_dgram_recv(struct sim_drv *drv, struct sim_pkt *pkt, int timeout_ms);
+/* sim_dgram_flush() - drop the queued datagrams. Return: how many. */
+unsigned int sim_dgram_flush(struct sim_drv *drv);
 
 /* ---- raw chains (malformed input) ---- */
 

@@ -17,6 +17,7 @@
 #define SIM_PIECE_GAP 16u
 #define SIM_CTL_MAX 4096u
 #define SIM_STRAY_MAX 4096u
+#define SIM_DGRAM_MAX 4096u /* datagrams queued for sim_dgram_recv() */
 #define SIM_MAX_IOV 2048
 
 /* A piece of a descriptor chain, in the driver's linear view of memory. */
@@ -70,6 +71,12 @@ struct sim_ctl {
 struct sim_stray {
 	struct sim_pkt pkt;
 	struct sim_stray *next;
+};
+
+/* A FIFO of received packets, payload copied (drv->lock). */
+struct sim_pktq {
+	struct sim_stray *head, *tail;
+	unsigned int n;
 };
 
 /* A guest connection. Protected by drv->lock. */
@@ -141,8 +148,8 @@ struct sim_drv {
 	char last_error[256];
 	struct sim_ctl *ctl_head, *ctl_tail; /* control packets waiting for descriptors */
 	unsigned int nctl;
-	struct sim_stray *stray_head, *stray_tail;
-	unsigned int nstray;
+	struct sim_pktq stray; /* packets of no connection (sim_pkt_recv()) */
+	struct sim_pktq dgrams; /* received datagrams (sim_dgram_recv(), sim_dgram.c) */
 	struct sim_conn *conns;
 	struct sim_listener *listeners;
 	uint32_t next_port;
@@ -165,8 +172,23 @@ void sim__queue_ctl(struct sim_drv *drv, const struct virtio_vsock_hdr *hdr);
 void sim__flush_ctl(struct sim_drv *drv);
 void sim__stray_add(struct sim_drv *drv, const struct virtio_vsock_hdr *hdr,
 		    const struct iovec *iov, int iovcnt, uint32_t len);
+/*
+ * sim__pktq_add() - append a copy of packet @hdr with payload @iov (@len
+ * bytes) to @q unless it holds @max already. Return: false when not added
+ * (full, or out of memory).
+ */
+bool sim__pktq_add(struct sim_pktq *q, unsigned int max, const struct virtio_vsock_hdr *hdr,
+		   const struct iovec *iov, int iovcnt, uint32_t len);
+/* sim__pktq_recv() - take the first packet of @q, waiting up to @timeout_ms (lock not held). */
+int sim__pktq_recv(struct sim_drv *drv, struct sim_pktq *q, struct sim_pkt *pkt, int timeout_ms);
+/* sim__pktq_flush() - drop every packet of @q (lock not held). Return: how many. */
+unsigned int sim__pktq_flush(struct sim_drv *drv, struct sim_pktq *q);
 int sim__wait(struct sim_drv *drv, const struct timespec *deadline);
 void sim__deadline(struct timespec *ts, int timeout_ms);
+
+/* sim_dgram.c, with drv->lock held */
+void sim__dgram_rx(struct sim_drv *drv, const struct virtio_vsock_hdr *hdr, const struct iovec *iov,
+		   int iovcnt, uint32_t len);
 
 /* sim_conn.c, with drv->lock held */
 void sim__dispatch(struct sim_drv *drv, const struct virtio_vsock_hdr *hdr, const struct iovec *iov,

@@ -22,12 +22,12 @@ import sys
 
 # Bottom to top. A module may include its own layer's and lower layers' headers.
 LAYERS = [
-    ("base", ["iov", "guest_mem", "counters", "host_uds"]),
+    ("base", ["iov", "guest_mem", "counters", "host_uds", "host_dgram"]),
     ("virtqueue", ["virtqueue"]),
     ("queues", ["packet", "rxq", "rawq", "txbuf", "killq"]),
     ("conn", ["conn"]),
     ("muxer", ["muxer"]),
-    ("router", ["router"]),
+    ("router", ["router", "dgram"]),
     # The aggregate (struct vsock_dev) with its thread shells and the public API.
     ("device", ["device"]),
 ]

@@ -75,7 +75,7 @@ START_TEST(header_split_over_descriptors)
 
 	ck_assert_int_eq(put_and_pop(&h, payload, 20, sizes, 6), 1);
 	ck_assert_uint_eq(f.c.n_out, 6);
-	ck_assert_int_eq(pkt_parse_tx(&f.c, GUEST_CID, false, &p), PKT_OK);
+	ck_assert_int_eq(pkt_parse_tx(&f.c, GUEST_CID, false, false, &p), PKT_OK);
 	ck_assert_uint_eq(p.hdr.src_port, 1234);
 	ck_assert_uint_eq(p.hdr.dst_port, 5678);
 	ck_assert_uint_eq(p.hdr.fwd_cnt, 0xfffffff0u);
@@ -92,7 +92,7 @@ START_TEST(one_descriptor_packet)
 	struct vsock_pkt p;
 
 	ck_assert_int_eq(put_and_pop(&h, "hello", 5, sizes, 1), 1);
-	ck_assert_int_eq(pkt_parse_tx(&f.c, GUEST_CID, false, &p), PKT_OK);
+	ck_assert_int_eq(pkt_parse_tx(&f.c, GUEST_CID, false, false, &p), PKT_OK);
 	ck_assert_uint_eq(p.payload_off, 44);
 }
 END_TEST
@@ -105,7 +105,7 @@ START_TEST(short_header)
 	fake_set_desc(&f, d, 0, BUF_GPA, 43, 0, 0);
 	fake_avail(&f, 0);
 	ck_assert_int_eq(vq_pop(&f.vq, &f.c), 1);
-	ck_assert_int_eq(pkt_parse_tx(&f.c, GUEST_CID, false, &p), PKT_ERR_SHORT);
+	ck_assert_int_eq(pkt_parse_tx(&f.c, GUEST_CID, false, false, &p), PKT_ERR_SHORT);
 }
 END_TEST
 
@@ -118,19 +118,65 @@ START_TEST(writable_tx_descriptor)
 	fake_set_desc(&f, d, 1, BUF_GPA + 64, 8, VRING_DESC_F_WRITE, 0);
 	fake_avail(&f, 0);
 	ck_assert_int_eq(vq_pop(&f.vq, &f.c), 1);
-	ck_assert_int_eq(pkt_parse_tx(&f.c, GUEST_CID, false, &p), PKT_ERR_WRITABLE);
+	ck_assert_int_eq(pkt_parse_tx(&f.c, GUEST_CID, false, false, &p), PKT_ERR_WRITABLE);
 }
 END_TEST
 
-static enum pkt_err parse_modified(struct virtio_vsock_hdr h, uint32_t plen, bool seqpacket)
+static enum pkt_err parse_with(struct virtio_vsock_hdr h, uint32_t plen, bool seqpacket, bool dgram)
 {
 	static const uint32_t sizes[] = { 0 };
 	static char payload[70000];
 	struct vsock_pkt p;
 
 	ck_assert_int_eq(put_and_pop(&h, payload, plen, sizes, 1), 1);
-	return pkt_parse_tx(&f.c, GUEST_CID, seqpacket, &p);
+	return pkt_parse_tx(&f.c, GUEST_CID, seqpacket, dgram, &p);
 }
+
+static enum pkt_err parse_modified(struct virtio_vsock_hdr h, uint32_t plen, bool seqpacket)
+{
+	return parse_with(h, plen, seqpacket, false);
+}
+
+static enum pkt_err parse_dgram(struct virtio_vsock_hdr h, uint32_t plen, bool dgram)
+{
+	return parse_with(h, plen, false, dgram);
+}
+
+/* DGRAM: only when negotiated, RW only, flags 0, credit fields ignored, lengths as streams. */
+START_TEST(dgram_checks)
+{
+	struct virtio_vsock_hdr h = good_hdr(10);
+
+	h.type = VIRTIO_VSOCK_TYPE_DGRAM;
+	h.op = VIRTIO_VSOCK_OP_RW;
+	h.buf_alloc = 12345; /* ignored */
+	ck_assert_int_eq(parse_dgram(h, 10, false), PKT_ERR_TYPE);
+	ck_assert_int_eq(parse_dgram(h, 10, true), PKT_OK);
+	h.op = VIRTIO_VSOCK_OP_REQUEST;
+	ck_assert_int_eq(parse_dgram(h, 10, true), PKT_ERR_OP);
+	h.op = VIRTIO_VSOCK_OP_CREDIT_UPDATE;
+	ck_assert_int_eq(parse_dgram(h, 10, true), PKT_ERR_OP);
+	h.op = VIRTIO_VSOCK_OP_RW;
+	h.flags = 1;
+	ck_assert_int_eq(parse_dgram(h, 10, true), PKT_ERR_FLAGS);
+	h.flags = 0;
+	h.len = 11;
+	ck_assert_int_eq(parse_dgram(h, 10, true), PKT_ERR_LEN);
+	h.len = 65537;
+	ck_assert_int_eq(parse_dgram(h, 65537, true), PKT_ERR_LEN);
+	h.len = 65536;
+	ck_assert_int_eq(parse_dgram(h, 65536, true), PKT_OK);
+	h.src_cid = GUEST_CID + 1;
+	ck_assert_int_eq(parse_dgram(h, 65536, true), PKT_ERR_SRC_CID);
+	h.src_cid = GUEST_CID;
+	h.dst_cid = 9; /* another guest: the caller routes it */
+	ck_assert_int_eq(parse_dgram(h, 65536, true), PKT_ERR_DST_CID);
+	/* A stream packet with flags is not refused for them (SHUTDOWN, SEQ_EOM use them). */
+	h = good_hdr(0);
+	h.flags = 3;
+	ck_assert_int_eq(parse_dgram(h, 0, true), PKT_OK);
+}
+END_TEST
 
 START_TEST(field_checks)
 {
@@ -216,6 +262,7 @@ int main(void)
 	tcase_add_test(tc, short_header);
 	tcase_add_test(tc, writable_tx_descriptor);
 	tcase_add_test(tc, field_checks);
+	tcase_add_test(tc, dgram_checks);
 	tcase_add_test(tc, extra_bytes_ignored);
 	tcase_add_test(tc, rst_reply_swaps);
 	suite_add_tcase(s, tc);

@@ -738,6 +738,8 @@ START_TEST(stats_file_has_every_counter)
 		"vsock_stray_pkts=0",
 		"vsock_rx_pkt_limit_stalls=0",
 		"vsock_dev_resets=",
+		"vsock_dgram_tx_pkts=0",
+		"vsock_dgram_rx_drop_err=0",
 	};
 	char dir[64], img[128], stats[128], env[160], vs[160], buf[4096];
 	size_t i, n;

@@ -70,7 +70,7 @@ START_TEST(one_vm)
 	ck_assert_str_eq(o.vms[0].kernel, "k");
 	ck_assert_uint_eq(o.vms[0].mem, 64ull << 20);
 	ck_assert_uint_eq(o.vms[0].cpus, 2);
-	ck_assert(o.vms[0].vsock_set && o.vms[0].vsock.mrg_rxbuf);
+	ck_assert(o.vms[0].vsock_set && o.vms[0].vsock.mrg_rxbuf && !o.vms[0].vsock.dgram);
 	ck_assert_uint_eq(o.vms[0].vsock.cid, 3);
 	ck_assert_str_eq(o.vms[0].vsock.uds, "/tmp/a.sock");
 	ck_assert_int_eq(o.vms[0].console, SKIFF_CONSOLE_NONE);
@@ -85,6 +85,20 @@ START_TEST(one_vm)
 	/* a leading --vm is allowed with one VM too */
 	ck_assert_int_eq(parse(&o, "--vm", "--kernel", "k"), 0);
 	ck_assert_uint_eq(o.nr_vms, 1);
+	run_opts_free(&o);
+	/* datagrams: on, off, nothing else */
+	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=/tmp/a.sock,dgram=on"),
+			 0);
+	ck_assert(o.vms[0].vsock.dgram && !o.vms[0].vsock.mrg_rxbuf);
+	run_opts_free(&o);
+	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=/tmp/a.sock,dgram=off"),
+			 0);
+	ck_assert(!o.vms[0].vsock.dgram);
+	run_opts_free(&o);
+	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=/tmp/a.sock,dgram=yes"),
+			 -EINVAL);
+	has("bad --vsock dgram 'yes'");
+	has("give on or off");
 	run_opts_free(&o);
 }
 END_TEST

@@ -8,13 +8,15 @@
 
 #include "skiff/cli.h"
 
-enum { VSOCK_CID, VSOCK_UDS, VSOCK_RX_THREADS, VSOCK_MRG_RXBUF };
+enum { VSOCK_CID, VSOCK_UDS, VSOCK_RX_THREADS, VSOCK_MRG_RXBUF, VSOCK_DGRAM };
 
 int parse_vsock(char *s, const char *orig, struct vsock_opt *out)
 {
-	static const char *const keys[] = { "cid", "uds", "rx-threads", "mrg-rxbuf", NULL };
+	static const char *const keys[] = {
+		"cid", "uds", "rx-threads", "mrg-rxbuf", "dgram", NULL
+	};
 	struct cli_kv kv = { .keys = keys };
-	const char *mrg;
+	const char *mrg, *dgram;
 	uint64_t v;
 
 	memset(out, 0, sizeof(*out));
@@ -51,6 +53,12 @@ int parse_vsock(char *s, const char *orig, struct vsock_opt *out)
 		return -EINVAL;
 	}
 	out->mrg_rxbuf = mrg && !strcmp(mrg, "on");
+	dgram = kv.val[VSOCK_DGRAM];
+	if (dgram && strcmp(dgram, "on") && strcmp(dgram, "off")) {
+		cli_bad_value("skiff", "--vsock dgram", dgram, "give on or off (default off)");
+		return -EINVAL;
+	}
+	out->dgram = dgram && !strcmp(dgram, "on");
 	return 0;
 }
 

@@ -9,13 +9,14 @@
 #include "libskiff.h"
 
 /* The syntax of --vsock, as the messages and --help give it. */
-#define VSOCK_FORM "cid=N,uds=PATH[,rx-threads=N][,mrg-rxbuf=on|off]"
+#define VSOCK_FORM "cid=N,uds=PATH[,rx-threads=N][,mrg-rxbuf=on|off][,dgram=on|off]"
 
 struct vsock_opt {
 	uint64_t cid; /* 3 .. 0xfffffffe */
 	char *uds; /* points into the string given to parse_vsock() */
 	unsigned int rx_threads; /* 0 (not given: device default) or 1 .. max */
 	bool mrg_rxbuf;
+	bool dgram; /* offer VIRTIO_VSOCK_F_DGRAM */
 };
 
 /*

@@ -224,6 +224,7 @@ static int configure(struct skiff_vm *vm, const struct vm_opts *o, enum sandbox_
 			.uds_path = o->vsock.uds,
 			.rx_threads = o->vsock.rx_threads,
 			.mrg_rxbuf = o->vsock.mrg_rxbuf,
+			.dgram = o->vsock.dgram,
 		};
 
 		err = skiff_vm_set_vsock(vm, &vc);
@@ -348,6 +349,19 @@ static void write_stats(FILE *f, const struct vm_run *r, unsigned int nr, uint64
 	stat_u64(f, p, "vsock_stray_pkts", c.vsock_stray_pkts);
 	stat_u64(f, p, "vsock_rx_pkt_limit_stalls", c.vsock_rx_pkt_limit_stalls);
 	stat_u64(f, p, "vsock_dev_resets", c.vsock_dev_resets);
+	stat_u64(f, p, "vsock_dgram_tx_pkts", c.vsock_dgram_tx_pkts);
+	stat_u64(f, p, "vsock_dgram_tx_bytes", c.vsock_dgram_tx_bytes);
+	stat_u64(f, p, "vsock_dgram_tx_drop_malformed", c.vsock_dgram_tx_drop_malformed);
+	stat_u64(f, p, "vsock_dgram_tx_drop_no_dest", c.vsock_dgram_tx_drop_no_dest);
+	stat_u64(f, p, "vsock_dgram_tx_drop_full", c.vsock_dgram_tx_drop_full);
+	stat_u64(f, p, "vsock_dgram_tx_drop_err", c.vsock_dgram_tx_drop_err);
+	stat_u64(f, p, "vsock_dgram_rx_pkts", c.vsock_dgram_rx_pkts);
+	stat_u64(f, p, "vsock_dgram_rx_bytes", c.vsock_dgram_rx_bytes);
+	stat_u64(f, p, "vsock_dgram_rx_drop_no_buf", c.vsock_dgram_rx_drop_no_buf);
+	stat_u64(f, p, "vsock_dgram_rx_drop_too_big", c.vsock_dgram_rx_drop_too_big);
+	stat_u64(f, p, "vsock_dgram_rx_drop_bad_addr", c.vsock_dgram_rx_drop_bad_addr);
+	stat_u64(f, p, "vsock_dgram_rx_drop_err", c.vsock_dgram_rx_drop_err);
+	stat_u64(f, p, "vsock_dgram_rx_drop_no_dest", c.vsock_dgram_rx_drop_no_dest);
 }
 
 /* "VM 2 (cid 4)", or "VM" when it is the only one. */

@@ -101,6 +101,12 @@ struct skiff_vsock_config {
 	/* RX pump threads, 1..SKIFF_VSOCK_MAX_RX_THREADS; 0: one per online core, at most 4 */
 	unsigned int rx_threads;
 	bool mrg_rxbuf; /* offer VIRTIO_VSOCK_F_MRG_RXBUF */
+	/*
+	 * Offer VIRTIO_VSOCK_F_DGRAM (experimental datagrams); host side over
+	 * AF_UNIX SOCK_DGRAM next to uds_path (devices/virtio_vsock/README.md,
+	 * "Datagrams"); uds_path then at most 89 bytes.
+	 */
+	bool dgram;
 	uint32_t conn_buf_size; /* buf_alloc advertised per connection; 0 = device default */
 	/*
 	 * Guest-to-guest routing group; copied. VMs of one process whose vsock
@@ -139,6 +145,12 @@ struct skiff_counters {
 	uint64_t vsock_conns_open, vsock_host_fds; /* now */
 	uint64_t vsock_conns_refused, vsock_stray_pkts;
 	uint64_t vsock_rx_pkt_limit_stalls; /* vsock_dev_counters.rx_pkt_limit_stalls */
+	/* datagrams: vsock_dev_counters.dgram_* */
+	uint64_t vsock_dgram_tx_pkts, vsock_dgram_tx_bytes, vsock_dgram_tx_drop_malformed;
+	uint64_t vsock_dgram_tx_drop_no_dest, vsock_dgram_tx_drop_full, vsock_dgram_tx_drop_err;
+	uint64_t vsock_dgram_rx_pkts, vsock_dgram_rx_bytes, vsock_dgram_rx_drop_no_buf;
+	uint64_t vsock_dgram_rx_drop_too_big, vsock_dgram_rx_drop_bad_addr, vsock_dgram_rx_drop_err;
+	uint64_t vsock_dgram_rx_drop_no_dest;
 };
 
 /*

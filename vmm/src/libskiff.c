@@ -387,6 +387,7 @@ int skiff_vm_set_vsock(struct skiff_vm *h, const struct skiff_vsock_config *cfg)
 	h->vm.cfg.vsock_cid = cfg->guest_cid;
 	h->vm.cfg.vsock_rx_threads = cfg->rx_threads;
 	h->vm.cfg.vsock_mrg_rxbuf = cfg->mrg_rxbuf;
+	h->vm.cfg.vsock_dgram = cfg->dgram;
 	h->vm.cfg.vsock_conn_buf = cfg->conn_buf_size;
 	return 0;
 #endif

@@ -398,6 +398,7 @@ int virtio_mmio_vsock_create(struct vm *vm, uint64_t base, unsigned int irq,
 		.group = vm->cfg.vsock_group,
 		.rx_threads = vm->cfg.vsock_rx_threads,
 		.mrg_rxbuf = vm->cfg.vsock_mrg_rxbuf,
+		.dgram = vm->cfg.vsock_dgram,
 		.conn_buf_size = vm->cfg.vsock_conn_buf,
 	};
 	struct vsock_mem_region region = { .gpa = 0, .size = vm->mem.size, .hva = vm->mem.hva };
@@ -509,6 +510,19 @@ void virtio_mmio_counters(struct virtio_mmio *d, struct skiff_counters *out)
 	out->vsock_conns_refused = c.conns_refused;
 	out->vsock_stray_pkts = c.stray_pkts;
 	out->vsock_rx_pkt_limit_stalls = c.rx_pkt_limit_stalls;
+	out->vsock_dgram_tx_pkts = c.dgram_tx_pkts;
+	out->vsock_dgram_tx_bytes = c.dgram_tx_bytes;
+	out->vsock_dgram_tx_drop_malformed = c.dgram_tx_drop_malformed;
+	out->vsock_dgram_tx_drop_no_dest = c.dgram_tx_drop_no_dest;
+	out->vsock_dgram_tx_drop_full = c.dgram_tx_drop_full;
+	out->vsock_dgram_tx_drop_err = c.dgram_tx_drop_err;
+	out->vsock_dgram_rx_pkts = c.dgram_rx_pkts;
+	out->vsock_dgram_rx_bytes = c.dgram_rx_bytes;
+	out->vsock_dgram_rx_drop_no_buf = c.dgram_rx_drop_no_buf;
+	out->vsock_dgram_rx_drop_too_big = c.dgram_rx_drop_too_big;
+	out->vsock_dgram_rx_drop_bad_addr = c.dgram_rx_drop_bad_addr;
+	out->vsock_dgram_rx_drop_err = c.dgram_rx_drop_err;
+	out->vsock_dgram_rx_drop_no_dest = c.dgram_rx_drop_no_dest;
 }
 
 #endif /* SKIFF_HAVE_VSOCK */

@@ -37,6 +37,7 @@ struct vm_config {
 	char *vsock_group; /* routing group, "" = default */
 	unsigned int vsock_rx_threads;
 	bool vsock_mrg_rxbuf;
+	bool vsock_dgram;
 	uint32_t vsock_conn_buf;
 	enum skiff_seccomp_mode seccomp;
 };

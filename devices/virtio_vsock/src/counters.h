@@ -14,6 +14,11 @@ struct dev_counters {
 	_Atomic uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes, kicks, irqs_sent, irqs_suppressed,
 		conn_resets, dropped_pkts, malformed_pkts, conns_opened, conns_closed, dev_resets;
 	_Atomic uint64_t rx_chains_max, conns_refused, stray_pkts, rx_pkt_limit_stalls;
+	/* Datagrams (VIRTIO_VSOCK_F_DGRAM): tx guest to host/guest, rx to this guest. */
+	_Atomic uint64_t dgram_tx_pkts, dgram_tx_bytes, dgram_tx_drop_malformed,
+		dgram_tx_drop_no_dest, dgram_tx_drop_full, dgram_tx_drop_err;
+	_Atomic uint64_t dgram_rx_pkts, dgram_rx_bytes, dgram_rx_drop_no_buf, dgram_rx_drop_too_big,
+		dgram_rx_drop_bad_addr, dgram_rx_drop_err, dgram_rx_drop_no_dest;
 };
 
 /* CTR() - add @n to counter @field of @ctr (a struct dev_counters *), any thread. */

@@ -37,7 +37,16 @@ struct pending_connect {
 };
 
 /* Tags of the control thread's epoll sources. */
-enum { SRC_WAKE, SRC_LISTEN, SRC_KICK_RX, SRC_KICK_TX, SRC_KICK_EVENT, SRC_PENDING, SRC_TIMER };
+enum {
+	SRC_WAKE,
+	SRC_LISTEN,
+	SRC_KICK_RX,
+	SRC_KICK_TX,
+	SRC_KICK_EVENT,
+	SRC_PENDING,
+	SRC_TIMER,
+	SRC_DGRAM, /* a struct dgram_sock (dgram.h) */
+};
 
 struct ctl_src {
 	int kind;
@@ -63,6 +72,7 @@ struct ctl {
 	struct iovec tx_payload[TX_CHAIN_IOV];
 	struct tx_batch txb; /* conn_handle_tx(), conn_tx_flush() */
 	struct rxq_cache rx; /* rxq_send_hdr() (credit updates at once), empty between calls */
+	struct rxq_cache dg_rc; /* rxq_dgram_put() (host datagrams), empty between calls */
 };
 
 /* ctl_is_current() - whether the calling thread is @dev's control thread. */

@@ -29,6 +29,7 @@
 #include "killq.h"
 #include "conn.h"
 #include "counters.h"
+#include "dgram.h"
 #include "muxer.h"
 #include "packet.h"
 #include "ctl.h"
@@ -100,6 +101,7 @@ struct vsock_dev {
 	_Atomic int host_fds;
 
 	struct route_member *route; /* guest-to-guest routing (router.c) */
+	struct dgram_host dg; /* datagram sockets of the host side (dgram.h; control thread) */
 };
 
 #define CTR_ADD(dev, field, n) CTR(&(dev)->ctr, field, n)

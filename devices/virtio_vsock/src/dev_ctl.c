@@ -174,15 +174,45 @@ static void guest_connect(struct vsock_dev *dev, const struct virtio_vsock_hdr *
 	conn_put(c);
 }
 
+/*
+ * A guest datagram, checked by pkt_parse_tx() with result @e: to the host
+ * side, to another guest through the router, or dropped and counted. It
+ * never resets anything and never waits.
+ */
+static void handle_tx_dgram(struct vsock_dev *dev, const struct vq_chain *ch,
+			    const struct vsock_pkt *pkt, enum pkt_err e)
+{
+	unsigned int n;
+
+	if (e == PKT_ERR_DST_CID && route_cid_ok(dev->cfg.guest_cid, pkt->hdr.dst_cid)) {
+		route_tx(dev->route, ch, pkt); /* counts it delivered or dropped */
+		return;
+	}
+	if (e != PKT_OK) {
+		CTR_ADD(dev, malformed_pkts, 1);
+		CTR_ADD(dev, dgram_tx_drop_malformed, 1);
+		return;
+	}
+	n = iov_slice(ch->iov, ch->n_out, pkt->payload_off, pkt->hdr.len, dev->ctl.tx_payload,
+		      TX_CHAIN_IOV);
+	dgram_tx(&dev->dg, &pkt->hdr, dev->ctl.tx_payload, n, killq_now(&dev->kq));
+}
+
 static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
 {
+	bool dgram = dev_has_feature(dev, VIRTIO_VSOCK_F_DGRAM);
 	struct vsock_pkt pkt;
 	struct conn *c;
 	unsigned int n;
 	enum pkt_err e;
 
 	e = pkt_parse_tx(ch, dev->cfg.guest_cid, dev_has_feature(dev, VIRTIO_VSOCK_F_SEQPACKET),
-			 &pkt);
+			 dgram, &pkt);
+	if (dgram && e != PKT_ERR_SHORT && e != PKT_ERR_WRITABLE &&
+	    pkt.hdr.type == VIRTIO_VSOCK_TYPE_DGRAM) {
+		handle_tx_dgram(dev, ch, &pkt, e);
+		return;
+	}
 	if (e == PKT_ERR_DST_CID && route_cid_ok(dev->cfg.guest_cid, pkt.hdr.dst_cid)) {
 		route_tx(dev->route, ch, &pkt); /* valid, for another guest (router.c) */
 		return;
@@ -190,7 +220,13 @@ static void handle_tx_chain(struct vsock_dev *dev, const struct vq_chain *ch)
 	if (e != PKT_OK) {
 		ctl_tx_flush(dev);
 		CTR_ADD(dev, malformed_pkts, 1);
-		/* A bad packet that names a live connection resets that one. */
+		/*
+		 * A bad packet that names a live connection resets that one;
+		 * a datagram (DGRAM not negotiated) names none.
+		 */
+		if (pkt.hdr.type == VIRTIO_VSOCK_TYPE_DGRAM && e != PKT_ERR_SHORT &&
+		    e != PKT_ERR_WRITABLE)
+			return;
 		if ((e == PKT_ERR_TYPE || e == PKT_ERR_OP || e == PKT_ERR_LEN) &&
 		    pkt.hdr.src_cid == dev->cfg.guest_cid && pkt.hdr.dst_cid == VSOCK_CID_HOST &&
 		    (c = mux_lookup(&dev->mux, pkt.hdr.dst_port, pkt.hdr.src_port))) {
@@ -530,6 +566,7 @@ void ctl_step_claim(struct vsock_dev *dev)
 
 bool ctl_step_tx(struct vsock_dev *dev)
 {
+	dgram_reap(&dev->dg); /* no event batch in flight here */
 	return process_tx(dev);
 }
 
@@ -542,6 +579,19 @@ void ctl_step_clients(struct vsock_dev *dev)
 		next = pc->next; /* handle_pending() may free pc, and only pc */
 		handle_pending(dev, pc);
 	}
+}
+
+void ctl_step_dgram(struct vsock_dev *dev)
+{
+	struct dgram_sock *s, *next;
+	int64_t now = killq_now(&dev->kq);
+
+	dgram_rx(&dev->dg, &dev->dg.gw, &dev->ctl.dg_rc, now);
+	for (s = dev->dg.socks; s; s = next) {
+		next = s->next; /* a closed socket is only freed by dgram_reap() */
+		dgram_rx(&dev->dg, s, &dev->ctl.dg_rc, now);
+	}
+	dgram_reap(&dev->dg);
 }
 
 static void *ctl_main(void *arg)
@@ -557,6 +607,7 @@ static void *ctl_main(void *arg)
 	while (!atomic_load(&dev->stopping)) {
 		int n, i, timeout = tx_more ? 0 : (poll_mode ? 1 : -1);
 
+		dgram_reap(&dev->dg);
 		n = epoll_wait(dev->ctl.epfd, ev, 32, timeout);
 		if (atomic_load(&dev->stopping))
 			break;
@@ -587,6 +638,10 @@ static void *ctl_main(void *arg)
 			case SRC_TIMER:
 				drain_fd(killq_fd(&dev->kq));
 				timer_tick(dev);
+				break;
+			case SRC_DGRAM:
+				dgram_rx(&dev->dg, (struct dgram_sock *)src, &dev->ctl.dg_rc,
+					 killq_now(&dev->kq));
 				break;
 			}
 		}

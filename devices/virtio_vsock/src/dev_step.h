@@ -28,7 +28,8 @@ void ctl_step_claim(struct vsock_dev *dev);
 /*
  * ctl_step_tx() - one turn of the control thread over the TX queue: pop,
  * validate and handle chains (at most its per-turn budget), publish the
- * used entries. Return: true when chains are left for another turn.
+ * used entries; first, free the datagram sockets closed since the last
+ * step (dgram_reap()). Return: true when chains are left for another turn.
  */
 bool ctl_step_tx(struct vsock_dev *dev);
 
@@ -39,6 +40,13 @@ bool ctl_step_tx(struct vsock_dev *dev);
  * stays pending.
  */
 void ctl_step_clients(struct vsock_dev *dev);
+
+/*
+ * ctl_step_dgram() - what the control thread does when datagram sockets
+ * are readable: dgram_rx() on the gateway and every guest-port socket
+ * once, then dgram_reap().
+ */
+void ctl_step_dgram(struct vsock_dev *dev);
 
 /*
  * pump_step() - one turn of pump @p's loop without waiting: its host

@@ -125,6 +125,7 @@ static int pump_init(struct vsock_dev *dev, struct pump *p, unsigned int id)
 	p->dev = dev;
 	p->id = id;
 	rxq_cache_init(&p->rc, &dev->rx);
+	rxq_cache_init(&p->dg_rc, &dev->rx);
 	p->wake_fd = -1;
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (p->epfd < 0)
@@ -157,6 +158,7 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	    (cfg->uds_path && !cfg->uds_path[0]))
 		return -EINVAL;
 	if ((cfg->uds_path && strlen(cfg->uds_path) > UDS_PATH_MAX) ||
+	    (cfg->uds_path && cfg->dgram && strlen(cfg->uds_path) > DGRAM_UDS_PATH_MAX) ||
 	    (cfg->group && strlen(cfg->group) > VSOCK_GROUP_NAME_MAX))
 		return -ENAMETOOLONG;
 	dev = calloc(1, sizeof(*dev));
@@ -191,6 +193,8 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 				(1ull << VIRTIO_VSOCK_F_SEQPACKET);
 	if (cfg->mrg_rxbuf)
 		dev->features_offered |= 1ull << VIRTIO_VSOCK_F_MRG_RXBUF;
+	if (cfg->dgram)
+		dev->features_offered |= 1ull << VIRTIO_VSOCK_F_DGRAM;
 	atomic_init(&dev->stopping, false);
 
 	ret = mux_init(&dev->mux, dev->cfg.max_conns);
@@ -208,6 +212,8 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	irq.q = VSOCK_VQ_TX;
 	dev->tx_irq = irq;
 	rxq_cache_init(&dev->ctl.rx, &dev->rx);
+	rxq_cache_init(&dev->ctl.dg_rc, &dev->rx);
+	dgram_init(&dev->dg, NULL, dev->cfg.guest_cid, &dev->ctr, -1, SRC_DGRAM); /* none yet */
 	dev->cenv = (struct conn_env){ .ops = &dev_conn_ops,
 				       .dev = dev,
 				       .ctr = &dev->ctr,
@@ -248,6 +254,15 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 			goto err;
 		/* -1 only loses the EMFILE refusal */
 		dev->spare_fd = uds_spare_open(dev->listen_fd);
+		if (cfg->dgram) {
+			ret = dgram_init(&dev->dg, dev->uds_path, dev->cfg.guest_cid, &dev->ctr,
+					 dev->ctl.epfd, SRC_DGRAM);
+			if (ret) {
+				close(dev->listen_fd);
+				unlink(dev->uds_path);
+				goto err;
+			}
+		}
 	}
 	link = (struct route_link){ .cid = dev->cfg.guest_cid,
 				    .max_conns = dev->cfg.max_conns,
@@ -257,6 +272,7 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 				    .tx_wake_fd = dev->ctl.wake_fd };
 	ret = route_join(&link, cfg->group, &dev->route);
 	if (ret) {
+		dgram_fini(&dev->dg);
 		if (dev->listen_fd >= 0) {
 			close(dev->listen_fd);
 			unlink(dev->uds_path);
@@ -266,6 +282,7 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	ret = lobby_start(dev);
 	if (ret) {
 		route_leave(dev->route);
+		dgram_fini(&dev->dg);
 		if (dev->listen_fd >= 0) {
 			close(dev->listen_fd);
 			unlink(dev->uds_path);
@@ -358,6 +375,8 @@ static int dev_resume(struct vsock_dev *dev)
 	    vq_setup(&dev->ctl.evq, &dev->gm, &dev->vring[VSOCK_VQ_EVENT], dev->features))
 		return -EINVAL;
 	rxq_start(&dev->rx, dev_has_feature(dev, VIRTIO_VSOCK_F_MRG_RXBUF), dev->n_pumps);
+	dev->dg.guest_dgram =
+		dev_has_feature(dev, VIRTIO_VSOCK_F_DGRAM); /* control thread stopped */
 	dev->ctl.tx_broken_warned = false;
 	atomic_store(&dev->stopping, false);
 	for (i = 0; i < dev->n_pumps; i++) {
@@ -436,7 +455,8 @@ int vsock_dev_start(struct vsock_dev *dev)
 	if (ret)
 		lobby_start(dev);
 	else
-		route_online(dev->route, dev_has_feature(dev, VIRTIO_VSOCK_F_SEQPACKET));
+		route_online(dev->route, dev_has_feature(dev, VIRTIO_VSOCK_F_SEQPACKET),
+			     dev_has_feature(dev, VIRTIO_VSOCK_F_DGRAM));
 	return ret;
 }
 
@@ -551,6 +571,7 @@ void vsock_dev_destroy(struct vsock_dev *dev)
 		close(dev->listen_fd);
 		unlink(dev->uds_path);
 	}
+	dgram_fini(&dev->dg);
 	close(dev->ctl.epfd);
 	close(dev->ctl.wake_fd);
 	killq_fini(&dev->kq);
@@ -586,6 +607,19 @@ void vsock_dev_get_counters(const struct vsock_dev *dev, struct vsock_dev_counte
 	o->host_fds = (uint64_t)atomic_load(&dev->host_fds);
 	o->dev_resets = atomic_load(&c->dev_resets);
 	o->rx_chains_max = atomic_load(&c->rx_chains_max);
+	o->dgram_tx_pkts = atomic_load(&c->dgram_tx_pkts);
+	o->dgram_tx_bytes = atomic_load(&c->dgram_tx_bytes);
+	o->dgram_tx_drop_malformed = atomic_load(&c->dgram_tx_drop_malformed);
+	o->dgram_tx_drop_no_dest = atomic_load(&c->dgram_tx_drop_no_dest);
+	o->dgram_tx_drop_full = atomic_load(&c->dgram_tx_drop_full);
+	o->dgram_tx_drop_err = atomic_load(&c->dgram_tx_drop_err);
+	o->dgram_rx_pkts = atomic_load(&c->dgram_rx_pkts);
+	o->dgram_rx_bytes = atomic_load(&c->dgram_rx_bytes);
+	o->dgram_rx_drop_no_buf = atomic_load(&c->dgram_rx_drop_no_buf);
+	o->dgram_rx_drop_too_big = atomic_load(&c->dgram_rx_drop_too_big);
+	o->dgram_rx_drop_bad_addr = atomic_load(&c->dgram_rx_drop_bad_addr);
+	o->dgram_rx_drop_err = atomic_load(&c->dgram_rx_drop_err);
+	o->dgram_rx_drop_no_dest = atomic_load(&c->dgram_rx_drop_no_dest);
 }
 
 int vsock_dev_conn_dump(struct vsock_dev *dev, uint32_t host_port, uint32_t guest_port, char *buf,

@@ -51,7 +51,7 @@ void pkt_rst_reply(struct virtio_vsock_hdr *h, const struct virtio_vsock_hdr *in
 	pkt_rst(h, in->dst_cid, in->dst_port, in->src_cid, in->src_port, type);
 }
 
-enum pkt_err pkt_parse_tx(const struct vq_chain *c, uint64_t guest_cid, bool seqpacket,
+enum pkt_err pkt_parse_tx(const struct vq_chain *c, uint64_t guest_cid, bool seqpacket, bool dgram,
 			  struct vsock_pkt *p)
 {
 	struct virtio_vsock_hdr *h = &p->hdr;
@@ -64,14 +64,18 @@ enum pkt_err pkt_parse_tx(const struct vq_chain *c, uint64_t guest_cid, bool seq
 	pkt_hdr_from_le(h);
 	p->payload_off = VSOCK_HDR_LEN;
 	if (h->type != VIRTIO_VSOCK_TYPE_STREAM &&
-	    !(h->type == VIRTIO_VSOCK_TYPE_SEQPACKET && seqpacket))
+	    !(h->type == VIRTIO_VSOCK_TYPE_SEQPACKET && seqpacket) &&
+	    !(h->type == VIRTIO_VSOCK_TYPE_DGRAM && dgram))
 		return PKT_ERR_TYPE;
-	if (h->op < VIRTIO_VSOCK_OP_REQUEST || h->op > VIRTIO_VSOCK_OP_CREDIT_REQUEST)
+	if (h->op < VIRTIO_VSOCK_OP_REQUEST || h->op > VIRTIO_VSOCK_OP_CREDIT_REQUEST ||
+	    (h->type == VIRTIO_VSOCK_TYPE_DGRAM && h->op != VIRTIO_VSOCK_OP_RW))
 		return PKT_ERR_OP;
 	if (h->len > VIRTIO_VSOCK_MAX_PKT_BUF_SIZE || h->len > c->out_len - VSOCK_HDR_LEN)
 		return PKT_ERR_LEN;
 	if (h->src_cid != guest_cid)
 		return PKT_ERR_SRC_CID;
+	if (h->type == VIRTIO_VSOCK_TYPE_DGRAM && h->flags)
+		return PKT_ERR_FLAGS;
 	if (h->dst_cid != VSOCK_CID_HOST)
 		return PKT_ERR_DST_CID;
 	return PKT_OK;

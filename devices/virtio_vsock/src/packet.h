@@ -27,23 +27,26 @@ enum pkt_err {
 	PKT_OK = 0,
 	PKT_ERR_SHORT, /* fewer than 44 readable bytes */
 	PKT_ERR_WRITABLE, /* TX chain has writable descriptors */
-	PKT_ERR_TYPE, /* type not STREAM or SEQPACKET (or not negotiated) */
-	PKT_ERR_OP, /* op not in 1..7 */
+	PKT_ERR_TYPE, /* type not STREAM, SEQPACKET or DGRAM (or not negotiated) */
+	PKT_ERR_OP, /* op not in 1..7; for DGRAM, not RW */
 	PKT_ERR_LEN, /* len > 64 KiB or > readable bytes after the header */
 	PKT_ERR_SRC_CID, /* src_cid != guest CID */
 	PKT_ERR_DST_CID, /* dst_cid != VSOCK_CID_HOST */
+	PKT_ERR_FLAGS, /* DGRAM with flags != 0 */
 };
 
 /*
  * pkt_parse_tx() - copy and validate the header of a TX (driver to device)
- * chain @c. @seqpacket: whether SEQPACKET was negotiated.
+ * chain @c. @seqpacket, @dgram: whether SEQPACKET, DGRAM were negotiated.
  * Checks, in order: no writable part, at least 44 readable bytes, type,
- * op, len <= VIRTIO_VSOCK_MAX_PKT_BUF_SIZE and <= readable bytes - 44,
- * src_cid == @guest_cid, dst_cid == 2 (routing to other CIDs comes later).
+ * op (RW only for DGRAM: the datagram RFC uses no other), len <=
+ * VIRTIO_VSOCK_MAX_PKT_BUF_SIZE and <= readable bytes - 44, src_cid ==
+ * @guest_cid, for DGRAM flags == 0 (buf_alloc and fwd_cnt are ignored),
+ * dst_cid == 2 (the caller routes PKT_ERR_DST_CID to other guests).
  * Bytes past hdr.len in the chain are ignored.
  * Return: PKT_OK with @p filled, or the first failed check.
  */
-enum pkt_err pkt_parse_tx(const struct vq_chain *c, uint64_t guest_cid, bool seqpacket,
+enum pkt_err pkt_parse_tx(const struct vq_chain *c, uint64_t guest_cid, bool seqpacket, bool dgram,
 			  struct vsock_pkt *p);
 
 /*

@@ -44,6 +44,8 @@ struct pump {
 
 	/* Owned by the pump thread. */
 	struct rxq_cache rc; /* reserved RX chains, used entries not published yet */
+	struct rxq_cache
+		dg_rc; /* pump 0: routed datagrams (rxq_dgram_put()), empty between calls */
 	struct conn *zombies; /* retired, reference dropped at the next loop top */
 };
 

@@ -53,9 +53,10 @@ struct route_member {
 	/* Under g->lock. */
 	bool online;
 	bool seqpacket; /* negotiated VIRTIO_VSOCK_F_SEQPACKET (set by route_online()) */
+	bool dgram; /* negotiated VIRTIO_VSOCK_F_DGRAM */
 	struct fwd_pkt *q_head, *q_tail;
-	uint32_t q_bytes;
-	unsigned int q_data, q_ctl;
+	uint32_t q_bytes, q_dgram_bytes;
+	unsigned int q_data, q_ctl, q_dgram;
 	unsigned int rst_owed; /* tracks with rst_to == this member */
 	unsigned int n_tracked; /* tracks with this member as an end */
 	unsigned int n_waiters; /* members whose waiting_on is this one */
@@ -274,11 +275,12 @@ void route_leave(struct route_member *m)
 	free(m);
 }
 
-void route_online(struct route_member *m, bool seqpacket)
+void route_online(struct route_member *m, bool seqpacket, bool dgram)
 {
 	pthread_mutex_lock(&m->g->lock);
 	m->online = true;
 	m->seqpacket = seqpacket;
+	m->dgram = dgram;
 	pthread_mutex_unlock(&m->g->lock);
 }
 
@@ -291,8 +293,8 @@ static void queue_free(struct route_member *m)
 		free(f);
 	}
 	m->q_tail = NULL;
-	m->q_bytes = 0;
-	m->q_data = m->q_ctl = 0;
+	m->q_bytes = m->q_dgram_bytes = 0;
+	m->q_data = m->q_ctl = m->q_dgram = 0;
 }
 
 void route_offline(struct route_member *m)
@@ -342,8 +344,16 @@ void route_offline(struct route_member *m)
 
 /* ---- sender side (control thread of the sender) ---- */
 
+static bool is_dgram(const struct fwd_pkt *f)
+{
+	return f->hdr.type == VIRTIO_VSOCK_TYPE_DGRAM;
+}
+
 static bool fits(const struct route_member *d, const struct fwd_pkt *f)
 {
+	if (is_dgram(f))
+		return d->q_dgram < ROUTE_FWD_DGRAM_PKTS &&
+		       d->q_dgram_bytes + f->hdr.len <= ROUTE_FWD_DGRAM_BYTES;
 	if (!f->hdr.len)
 		return d->q_ctl < ROUTE_FWD_CTL_PKTS;
 	return d->q_data < ROUTE_FWD_DATA_PKTS &&
@@ -361,7 +371,10 @@ static void enqueue(struct route_member *d, struct fwd_pkt *f)
 	else
 		d->q_head = f;
 	d->q_tail = f;
-	if (f->hdr.len) {
+	if (is_dgram(f)) {
+		d->q_dgram++;
+		d->q_dgram_bytes += f->hdr.len;
+	} else if (f->hdr.len) {
 		d->q_data++;
 		d->q_bytes += f->hdr.len;
 	} else {
@@ -407,6 +420,49 @@ static struct route_member *find_member(struct route_group *g, uint64_t cid)
 	return NULL;
 }
 
+/* route_tx() of datagram @h (payload @p on @ch): queue or drop, never an RST, never held. */
+static void route_tx_dgram(struct route_member *me, const struct vq_chain *ch,
+			   const struct vsock_pkt *p)
+{
+	const struct virtio_vsock_hdr *h = &p->hdr;
+	struct route_group *g = me->g;
+	struct route_member *d;
+	struct fwd_pkt *f;
+
+	f = malloc(sizeof(*f) + h->len);
+	if (!f) {
+		CTR(me->link.ctr, dgram_tx_drop_err, 1);
+		return;
+	}
+	f->hdr = *h;
+	f->hdr.buf_alloc = f->hdr.fwd_cnt = 0; /* unused by datagrams: not passed on */
+	f->off = 0;
+	f->next = NULL;
+	if (iov_read(ch->iov, ch->n_out, p->payload_off, f->data, h->len) != h->len) {
+		free(f); /* cannot happen: pkt_parse_tx() checked the length */
+		CTR(me->link.ctr, dgram_tx_drop_err, 1);
+		return;
+	}
+	pthread_mutex_lock(&g->lock);
+	d = find_member(g, h->dst_cid);
+	if (!d || d == me || !d->online || !d->dgram) {
+		pthread_mutex_unlock(&g->lock);
+		free(f);
+		CTR(me->link.ctr, dgram_tx_drop_no_dest, 1);
+		return;
+	}
+	if (!fits(d, f)) {
+		pthread_mutex_unlock(&g->lock);
+		free(f);
+		CTR(me->link.ctr, dgram_tx_drop_full, 1);
+		return;
+	}
+	enqueue(d, f);
+	pthread_mutex_unlock(&g->lock);
+	CTR(me->link.ctr, dgram_tx_pkts, 1);
+	CTR(me->link.ctr, dgram_tx_bytes, h->len);
+}
+
 void route_tx(struct route_member *me, const struct vq_chain *ch, const struct vsock_pkt *p)
 {
 	const struct virtio_vsock_hdr *h = &p->hdr;
@@ -416,6 +472,10 @@ void route_tx(struct route_member *me, const struct vq_chain *ch, const struct v
 	struct route_track *t;
 	struct fwd_pkt *f;
 
+	if (h->type == VIRTIO_VSOCK_TYPE_DGRAM) {
+		route_tx_dgram(me, ch, p);
+		return;
+	}
 	f = malloc(sizeof(*f) + len);
 	if (!f) {
 		reply_rst(me, h);
@@ -586,7 +646,23 @@ static bool owed_rst(struct route_group *g, struct route_member *me, struct virt
 	return false;
 }
 
-int route_rx_serve(struct route_member *me, struct rxq_cache *rc, unsigned int *budget)
+/* Datagram @f to the guest through @dg_rc, now or never (counted either way). */
+static void deliver_dgram(struct route_member *me, struct rxq_cache *dg_rc, struct fwd_pkt *f)
+{
+	int ret = rxq_dgram_put(dg_rc, &f->hdr, f->data, f->hdr.len);
+
+	if (!ret) {
+		CTR(me->link.ctr, dgram_rx_pkts, 1);
+		CTR(me->link.ctr, dgram_rx_bytes, f->hdr.len);
+	} else if (ret == -EMSGSIZE) {
+		CTR(me->link.ctr, dgram_rx_drop_too_big, 1);
+	} else {
+		CTR(me->link.ctr, dgram_rx_drop_no_buf, 1);
+	}
+}
+
+int route_rx_serve(struct route_member *me, struct rxq_cache *rc, struct rxq_cache *dg_rc,
+		   unsigned int *budget)
 {
 	struct route_group *g;
 	struct route_member *o;
@@ -622,14 +698,19 @@ int route_rx_serve(struct route_member *me, struct rxq_cache *rc, unsigned int *
 		}
 		if (!f)
 			return 0;
-		if (deliver(rc, f))
+		if (is_dgram(f))
+			deliver_dgram(me, dg_rc, f);
+		else if (deliver(rc, f))
 			return -EAGAIN;
 		/* Only this thread takes the head off; others append behind it. */
 		pthread_mutex_lock(&g->lock);
 		me->q_head = f->next;
 		if (!me->q_head)
 			me->q_tail = NULL;
-		if (f->hdr.len) {
+		if (is_dgram(f)) {
+			me->q_dgram--;
+			me->q_dgram_bytes -= f->hdr.len;
+		} else if (f->hdr.len) {
 			me->q_data--;
 			me->q_bytes -= f->hdr.len;
 		} else {

@@ -50,6 +50,8 @@ struct vq_chain;
 #define ROUTE_FWD_CTL_PKTS 1024u /* header-only packets queued per destination */
 #define ROUTE_MRG_MAX_CHAINS 32u /* RX chains of one mergeable packet */
 #define ROUTE_RX_BUDGET 64u /* packets pump 0 delivers per turn */
+#define ROUTE_FWD_DGRAM_BYTES (256u * 1024u) /* datagram payload queued per destination */
+#define ROUTE_FWD_DGRAM_PKTS 64u /* datagrams queued per destination */
 
 /* A device as the router sees it (copied at route_join(), then read-only). */
 struct route_link {
@@ -73,9 +75,10 @@ void route_leave(struct route_member *m);
 
 /*
  * route_online() - the device started: reachable from now on; @seqpacket:
- * its guest negotiated SEQPACKET (else SEQPACKET packets to it get an RST).
+ * its guest negotiated SEQPACKET (else SEQPACKET packets to it get an RST);
+ * @dgram: DGRAM (else datagrams to it are dropped and counted).
  */
-void route_online(struct route_member *m, bool seqpacket);
+void route_online(struct route_member *m, bool seqpacket, bool dgram);
 
 /*
  * route_offline() - the device stopped or was reset (its threads are
@@ -99,6 +102,11 @@ bool route_cid_ok(uint64_t own_cid, uint64_t cid);
  * (unknown or offline CID, another group, own CID, untracked connection,
  * type not negotiated by the destination, connection cap), or holds it
  * when the destination's queue is full (see route_tx_held()).
+ * A datagram (DGRAM RW) is never answered and never held: it is queued
+ * within the destination's datagram share (ROUTE_FWD_DGRAM_*, apart from
+ * the stream share, so a flood leaves streams their room) and counted in
+ * dgram_tx_pkts, or dropped and counted (dgram_tx_drop_no_dest: unknown,
+ * offline or non-DGRAM CID; dgram_tx_drop_full: share full).
  */
 void route_tx(struct route_member *me, const struct vq_chain *ch, const struct vsock_pkt *p);
 
@@ -126,10 +134,14 @@ bool route_rx_pending(const struct route_member *me);
  * route_rx_serve() - pump 0: deliver owed RSTs and forward-queue packets
  * to the RX virtqueue through @rc, one packet per unit of *@budget (taken
  * off as they go), splitting RW payloads that do not fit the guest's
- * buffers. Return: 0 (nothing left, or *@budget used up); -EAGAIN out of
- * RX chains (a packet may be partly delivered; the caller starves
- * (pump_starve()) and calls again when chains come).
+ * buffers. Datagrams go through @dg_rc (empty between calls) with
+ * rxq_dgram_put(): whole, now or never (dgram_rx_pkts, or
+ * dgram_rx_drop_no_buf / dgram_rx_drop_too_big). Return: 0 (nothing left,
+ * or *@budget used up); -EAGAIN out of RX chains (a packet may be partly
+ * delivered; the caller starves (pump_starve()) and calls again when
+ * chains come).
  */
-int route_rx_serve(struct route_member *me, struct rxq_cache *rc, unsigned int *budget);
+int route_rx_serve(struct route_member *me, struct rxq_cache *rc, struct rxq_cache *dg_rc,
+		   unsigned int *budget);
 
 #endif

@@ -288,7 +288,8 @@ static void serve_routed(struct pump *p)
 {
 	unsigned int budget = ROUTE_RX_BUDGET;
 
-	while (!pump_starved(p) && route_rx_serve(p->dev->route, &p->rc, &budget) == -EAGAIN &&
+	while (!pump_starved(p) &&
+	       route_rx_serve(p->dev->route, &p->rc, &p->dg_rc, &budget) == -EAGAIN &&
 	       !pump_starve(p))
 		;
 }

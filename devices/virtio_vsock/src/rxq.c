@@ -402,3 +402,84 @@ void rxq_flush(struct rxq_cache *rc)
 	rc->done_n = 0;
 	rc->unsignalled = false;
 }
+
+/*
+ * Pop the chains of a datagram of @len payload bytes into @rc (empty),
+ * under q->lock, never below the reserve. Return: 0 when they hold it;
+ * -EAGAIN / -EMSGSIZE (as rxq_dgram_put()) with the chains un-popped.
+ */
+static int dgram_pop(struct rxq_cache *rc, uint32_t len)
+{
+	struct rxq *q = rc->q;
+	unsigned int max = q->mrg ? RX_BATCH : 1, reserve = q->vq.num / 4;
+	uint16_t start = q->vq.last_avail, avail = vq_avail_count(&q->vq);
+	uint32_t room = 0;
+	bool bad = false, too_big;
+
+	while (rc->n < max && (room < len || !rc->n)) {
+		struct rx_slot *s = ring_slot(rc, rc->n);
+		int r;
+
+		if ((unsigned int)(uint16_t)(q->vq.last_avail - start) + reserve >= avail)
+			break;
+		s->c.iov = s->iov;
+		s->c.cap = RX_SLOT_IOV;
+		s->pos = q->vq.last_avail;
+		r = vq_pop(&q->vq, &s->c);
+		if (r == 1 && !s->c.n_out && (rc->n || s->c.in_len >= q->hdr_len)) {
+			room += rc->n ? s->c.in_len : s->c.in_len - q->hdr_len;
+			rc->n++;
+			continue;
+		}
+		if (r == 1 || r == -EINVAL || r == -E2BIG) {
+			/* Readable, short or bad: back empty, as topup() does. */
+			CTR(q->irq.ctr, malformed_pkts, 1);
+			note(rc, s->c.head, 0);
+			bad = true;
+			break;
+		}
+		break; /* empty, or broken */
+	}
+	if (rc->n && room >= len)
+		return 0;
+	too_big = !q->mrg && rc->n == 1 && room < len;
+	if (!bad) {
+		q->vq.last_avail = start; /* un-pop: nothing else popped meanwhile */
+		rc->n = 0;
+	} else {
+		while (rc->n) {
+			note(rc, ring_slot(rc, 0)->c.head, 0);
+			rxq_consume(rc, 1);
+		}
+	}
+	return too_big ? -EMSGSIZE : -EAGAIN;
+}
+
+int rxq_dgram_put(struct rxq_cache *rc, struct virtio_vsock_hdr *h, const void *data, uint32_t len)
+{
+	struct rxq *q = rc->q;
+	const uint8_t *p = data;
+	uint32_t left = len;
+	unsigned int i;
+	int ret;
+
+	pthread_mutex_lock(&q->lock);
+	ret = dgram_pop(rc, len);
+	pthread_mutex_unlock(&q->lock);
+	if (ret) {
+		rxq_flush(rc); /* bad chains given back, if any */
+		return ret;
+	}
+	for (i = 0; left; i++) {
+		struct rx_slot *t = ring_slot(rc, i);
+		uint32_t off = i ? 0 : q->hdr_len, room = t->c.in_len - off;
+		uint32_t put = left < room ? left : room;
+
+		iov_write(t->c.iov + t->c.n_out, t->c.n_in, off, p, put);
+		p += put;
+		left -= put;
+	}
+	rxq_put(rc, h, len);
+	rxq_flush(rc);
+	return 0;
+}

@@ -181,6 +181,22 @@ unsigned int rxq_put(struct rxq_cache *rc, struct virtio_vsock_hdr *h, uint32_t 
  */
 int rxq_send_hdr(struct rxq_cache *rc, const struct virtio_vsock_hdr *h);
 
+/*
+ * rxq_dgram_put() - one datagram (@h, host order, h->len == @len; @len <=
+ * 64 KiB payload bytes at @data) on the RX queue now or never, from a
+ * thread whose cache @rc is empty on entry (and is on return). Chains are
+ * popped from the ring only (not the pool, not other threads' caches) and
+ * only while more than a quarter of the queue size stays available, so
+ * datagrams never take the RX buffers streams need last; one chain without
+ * MRG_RXBUF, up to RX_BATCH with it (one packet, num_buffers set). Chains
+ * popped for a datagram that does not fit are un-popped. Never asks the
+ * driver for a kick. Counts rx_pkts/rx_bytes as rxq_put().
+ * Return: 0 (published, one interrupt check); -EAGAIN: not enough RX
+ * buffers now (beyond the reserve); -EMSGSIZE: without MRG_RXBUF, larger
+ * than the first RX buffer.
+ */
+int rxq_dgram_put(struct rxq_cache *rc, struct virtio_vsock_hdr *h, const void *data, uint32_t len);
+
 /* rxq_publish() - put the noted used entries on the ring, no interrupt check yet. */
 void rxq_publish(struct rxq_cache *rc);
 

@@ -132,6 +132,17 @@ bool vq_has_avail(const struct vq *vq)
 	return le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE)) != vq->last_avail;
 }
 
+uint16_t vq_avail_count(const struct vq *vq)
+{
+	uint16_t n;
+
+	if (!vq->num || vq->broken)
+		return 0;
+	n = (uint16_t)(le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE)) -
+		       vq->last_avail);
+	return n > vq->num ? vq->num : n;
+}
+
 int vq_pop(struct vq *vq, struct vq_chain *c)
 {
 	uint16_t avail_idx, head;

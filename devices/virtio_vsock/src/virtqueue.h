@@ -112,6 +112,13 @@ int vq_pop(struct vq *vq, struct vq_chain *c);
 bool vq_has_avail(const struct vq *vq);
 
 /*
+ * vq_avail_count() - chains the driver made available that vq_pop() has not
+ * taken yet: avail idx - last_avail, 0 on a broken or unconfigured queue,
+ * at most num (a driver running further ahead breaks the ring at the pop).
+ */
+uint16_t vq_avail_count(const struct vq *vq);
+
+/*
  * vq_push_batch() - publish @n used entries at once, in order, so that they
  * occupy contiguous used ring slots (a mergeable RX packet relies on that),
  * then store the used index (release). @n <= num.

@@ -122,6 +122,8 @@ for n in ("0", "65537", "64Q"):
 for n in ("4095", "65M", "lots"):
     usage_error([*ONE, "--conn-buf", n], f"bad --conn-buf '{n}'", "from 4096 (4K) to 67108864 (64M)")
 usage_error([*ONE, "--mrg-rxbuf", "maybe"], "bad --mrg-rxbuf 'maybe'", "give on or off")
+usage_error([*ONE, "--dgram", "maybe"], "bad --dgram 'maybe'", "give on or off")
+usage_error(["--guest", f"socket={X},cid=3,dgram=yes"], "bad --guest dgram 'yes'", "give on or off")
 usage_error([*ONE, "--seccomp", "maybe"], "bad --seccomp 'maybe'", "give kill, log or off")
 usage_error(["--guest", f"socket={X},cid=3", "--seccomp", "strict"], "bad --seccomp 'strict'")
 for f in ("bad-num-buffers", "bad-num-buffers=", "bad-num-buffers=zeros", "bad-hdr-len=zero",

@@ -113,6 +113,23 @@ with tempfile.TemporaryDirectory(prefix="vu-multi-") as d:
     for s in list(socks.values()) + [s2]:
         s.close()
 
+    # Datagrams: --dgram on for all, dgram=off for one guest; the gateway exists while it runs.
+    p = subprocess.Popen([BIN, "--guest", f"socket={d}/a,cid=3,uds={d}/ha",
+                          "--guest", f"socket={d}/b,cid=4,uds={d}/hb,dgram=off", "--dgram", "on"],
+                         stderr=subprocess.PIPE, text=True)
+    socks = {n: connect(f"{d}/{n}", p) for n in "ab"}
+    for n, on in (("a", True), ("b", False)):
+        r, flags, body = request(socks[n], 1)  # GET_FEATURES
+        feats = struct.unpack("<Q", body)[0] if len(body) == 8 else 0
+        expect(bool(feats & (1 << 3)) == on, f"guest {n}: DGRAM offered: {on}")
+    expect(os.path.exists(f"{d}/ha_dgram") and not os.path.exists(f"{d}/hb_dgram"),
+           "the datagram gateway of guest a only")
+    rc, err = sigterm(p)
+    expect(rc == 0 and "dgram_tx_pkts 0" in err, f"SIGTERM: exit 0, datagram counters (got {rc})")
+    expect(not os.path.exists(f"{d}/ha_dgram"), "the gateway removed at exit")
+    for s in socks.values():
+        s.close()
+
     # A start that fails at its first guest leaves the sockets of later guests alone,
     # even when they belong to another live instance.
     # (Its host socket is taken by that instance: found at start, not by the argument checks.)

@@ -136,6 +136,13 @@ struct vsock_dev_config {
 	unsigned int rx_threads;
 	/* Offer VIRTIO_VSOCK_F_MRG_RXBUF (bit 4). */
 	bool mrg_rxbuf;
+	/*
+	 * Offer VIRTIO_VSOCK_F_DGRAM (bit 3, experimental): datagrams, with
+	 * the AF_UNIX SOCK_DGRAM host side under uds_path ("<uds_path>_dgram",
+	 * "<uds_path>_dgram_<port>", "<uds_path>_dgram_g<port>"; README
+	 * "Datagrams"). uds_path must then be at most 89 bytes.
+	 */
+	bool dgram;
 	/* Connection cap; 0 picks the default (1024). Beyond it: RST. */
 	unsigned int max_conns;
 	/*
@@ -259,6 +266,34 @@ struct vsock_dev_counters {
 	 * reader), until its fwd_cnt showed some consumed.
 	 */
 	uint64_t rx_pkt_limit_stalls;
+	/*
+	 * Datagrams (README "Datagrams"). tx: from this guest (to the host or
+	 * another guest); rx: to this guest (from the host or another guest).
+	 * Delivered: dgram_tx_pkts/bytes (taken by the host socket or the
+	 * other guest's forward queue), dgram_rx_pkts/bytes (on the RX queue).
+	 * Dropped, one counter per reason:
+	 *   tx_drop_malformed: header failed validation (op not RW, len,
+	 *     flags, src_cid, dst_cid; also in malformed_pkts);
+	 *   tx_drop_no_dest: no host socket bound at "<uds>_dgram_<port>", no
+	 *     host side, an unknown, offline or non-DGRAM guest CID;
+	 *   tx_drop_full: the host socket's queue full (EAGAIN/ENOBUFS), the
+	 *     other guest's datagram forward queue full;
+	 *   tx_drop_err: any other socket error, no socket for the guest port;
+	 *   rx_drop_no_buf: no RX buffer free for it at that moment (beyond
+	 *     the quarter of the queue kept for streams);
+	 *   rx_drop_too_big: over 64 KiB from the host, or without MRG_RXBUF
+	 *     larger than one RX buffer;
+	 *   rx_drop_bad_addr: host sender not bound at "<uds>_dgram_<port>",
+	 *     or a bad "SEND <port>" line on the gateway;
+	 *   rx_drop_no_dest: host datagrams for a guest that did not
+	 *     negotiate DGRAM;
+	 *   rx_drop_err: a receive error on a host datagram socket (the
+	 *     datagram stays queued; after 8 in a row the socket is closed).
+	 */
+	uint64_t dgram_tx_pkts, dgram_tx_bytes, dgram_tx_drop_malformed, dgram_tx_drop_no_dest,
+		dgram_tx_drop_full, dgram_tx_drop_err;
+	uint64_t dgram_rx_pkts, dgram_rx_bytes, dgram_rx_drop_no_buf, dgram_rx_drop_too_big,
+		dgram_rx_drop_bad_addr, dgram_rx_drop_err, dgram_rx_drop_no_dest;
 	/* now: host fds held for host clients and connections (max_host_fds counts these) */
 	uint64_t host_fds;
 };
