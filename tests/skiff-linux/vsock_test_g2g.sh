@@ -152,17 +152,27 @@ while read -r name kernel initrd mrg extra ntests what; do
 		rc=$?
 		tr -d '\r' <"$a/c3" >"$a/c3.txt" 2>/dev/null
 		tr -d '\r' <"$a/c4" >"$a/c4.txt" 2>/dev/null
-		# Each test's line on the client's console, "N - name...ok" when it passed (a file,
-		# not a process substitution: the emulated host has no /dev/fd).
-		sed -n 's/^VT: \([0-9][0-9]* - .*\)$/\1/p' "$a/c4.txt" >"$a/lines"
+		# Per side, "ID ok|fail TITLE" for each test it started: a test's output runs from its
+		# "N - name..." line to the next test's; it passed when that output ends in "ok"
+		# (vsock_test may print a note first, as "G2H Transport detected...", then "ok" on
+		# a line of its own). Files, not process substitutions: the emulated host has no
+		# /dev/fd.
+		for g in 3 4; do
+			sed -n 's/^VT: //p' "$a/c$g.txt" | awk '
+				function flush() { if (id != "") print id, (last ~ /ok$/ ? "ok" : "fail"), title }
+				/^[0-9]+ - / {
+					flush(); id = $1; title = $0; sub(/^[0-9]+ - /, "", title)
+					sub(/\.\.\..*/, "", title); last = $0; next
+				}
+				/^All tests have been executed/ { flush(); id = ""; next }
+				id != "" && NF { last = $0 }
+				END { flush() }' >"$a/r$g"
+		done
 		progress=0
-		while IFS= read -r l; do
-			id=${l%% - *}
-			t=${l#* - }
-			t=${t%%...*}
+		while read -r id st t; do
 			title[$id]=$t
 			[ -n "${result[$id]:-}" ] && continue
-			if [[ $l == *...ok ]] && grep -qxF "VT: $id - $t...ok" "$a/c3.txt"; then
+			if [ "$st" = ok ] && grep -q "^$id ok " "$a/r3"; then
 				result[$id]=PASS
 			else
 				result[$id]=FAIL
@@ -171,7 +181,7 @@ while read -r name kernel initrd mrg extra ntests what; do
 				sed -n '/^VT: /s/^VT: //p' "$a/c3.txt" | sed -n "/^$id - /,\$p" | head -n 8 >>"$d/why-$id"
 			fi
 			progress=1
-		done <"$a/lines"
+		done <"$a/r4"
 		for g in 3 4; do
 			grep -E 'Kernel panic - not syncing|kernel BUG at |[0-9a-f]{4} \[#[0-9]+\]|^(\[ *[0-9]+\.[0-9]+\] )?(Oops|WARNING:)|Call Trace:' "$a/c$g.txt" |
 				sed "s/^/  console $g: /" | grep . &&
