@@ -148,9 +148,22 @@ static const int dev_control_nrs[] = {
 static int add_vcpu(scmp_filter_ctx ctx)
 {
 	static const unsigned long reqs[] = {
-		KVM_RUN,       KVM_GET_REGS,	    KVM_SET_REGS,	 KVM_GET_SREGS,
-		KVM_TRANSLATE, KVM_GET_VCPU_EVENTS, KVM_SET_VCPU_EVENTS, KVM_IRQ_LINE,
+		KVM_RUN,
+		KVM_GET_REGS,
+		KVM_SET_REGS,
+		KVM_GET_SREGS,
+		KVM_TRANSLATE,
+		KVM_GET_VCPU_EVENTS,
+		KVM_SET_VCPU_EVENTS,
+		KVM_IRQ_LINE,
 		KVM_GET_FPU, /* the fwait answer (vmm/arch/x86_64/x86.c) */
+		/*
+		 * arm64's exit messages read PC, PSTATE, SP_EL1
+		 * (vmm/arch/aarch64/arm64_vcpu.c); allowed on every
+		 * architecture, so that one table of call sites
+		 * (tests/seccomp/test_ioctl_sites.c) holds for both
+		 */
+		KVM_GET_ONE_REG,
 	};
 	int ret = allow_ioctls(ctx, reqs, sizeof(reqs) / sizeof(reqs[0]));
 
