@@ -33,5 +33,8 @@ run_case not-an-image --kernel /init --mem 64M
 # 3 MiB of initrd after a kernel at the start of 4 MiB of RAM: no room for the DTB
 dd if=/dev/zero of=/tmp/big.initrd bs=1M count=3 2>/dev/null
 run_case initrd-too-big --kernel /guests/reset.img --initrd /tmp/big.initrd --mem 4M
+# Debian's arm64 kernel as skiff's guest, to user space on 2 vCPUs and PSCI SYSTEM_OFF
+run_case linux-poweroff --kernel /guests/linux.img --initrd /guests/linux-initrd.gz \
+	--mem 256M --cpus 2 --cmdline "console=ttyS0 earlycon panic=-1"
 
 poweroff -f

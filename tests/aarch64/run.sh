@@ -7,7 +7,9 @@
 # libraries and busybox into an initramfs, and boots Debian's arm64 kernel
 # (scripts/arm64-host.sh) under
 #   qemu-system-aarch64 -M virt,virtualization=on,gic-version=3 -cpu max
-# whose KVM (VHE, GICv3) runs skiff's guests. Inside, init.sh runs each case
+# whose KVM (VHE, GICv3) runs skiff's guests: the tiny ones, and the same
+# Debian arm64 kernel booted by skiff to a busybox user space on 2 vCPUs that
+# powers off (guest-init.sh). Inside, init.sh runs each case
 # with the default --seccomp kill and prints "skiff-case NAME status=N"; this
 # script checks every status and the console lines each case must show.
 #
@@ -15,7 +17,7 @@
 # Exit: 0 pass, 1 fail (the reason and the emulator's console tail), 77 skip
 # (no cross compiler or no qemu-system-aarch64: scripts/setup.sh installs both).
 # The emulator is not serialized here; wrap manual runs on a shared machine in
-# flock. SKIFF_ARM64_TIMEOUT (seconds, default 600) bounds the emulator.
+# flock. SKIFF_ARM64_TIMEOUT (seconds, default 900) bounds the emulator.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +27,7 @@ repo=$(cd "$here/../.." && pwd)
 	exit 2
 }
 work=$(mkdir -p "$1" && cd "$1" && pwd)
-timeout_s=${SKIFF_ARM64_TIMEOUT:-600}
+timeout_s=${SKIFF_ARM64_TIMEOUT:-900}
 
 fail() {
 	echo "aarch64: FAIL: $*" >&2
@@ -79,6 +81,15 @@ for lib in libseccomp.so.2 libfdt.so.1 libc.so.6 ld-linux-aarch64.so.1; do
 	cp -L "$libdir/$lib" "$root/lib/$lib"
 done
 cp "$work"/*.img "$root/guests/"
+# the Linux guest: the host's own kernel, and an initramfs of busybox and guest-init.sh
+cp "$host/Image" "$root/guests/linux.img"
+groot=$work/guest-root
+rm -rf "$groot"
+mkdir -p "$groot/bin" "$groot/proc"
+cp "$host/busybox" "$groot/bin/busybox"
+cp "$here/guest-init.sh" "$groot/init"
+chmod +x "$groot/init"
+(cd "$groot" && find . | cpio -o -H newc --quiet | gzip -1) >"$root/guests/linux-initrd.gz"
 cp "$here/init.sh" "$root/init"
 chmod +x "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.cpio.gz"
@@ -122,8 +133,13 @@ need not-an-image 64
 has "is not an arm64 Linux Image"
 need initrd-too-big 64
 has "give at least"
-if grep -q "FAIL" "$log"; then
-	grep "FAIL" "$log" >&2
+need linux-poweroff 0
+has "earlycon: ns16550a0 at MMIO 0x0000000009000000"
+has "CPU1: Booted secondary processor"
+has "9000000.uart: ttyS0 at MMIO 0x9000000"
+has "skiff-arm64-linux: user space up, 2 cpus"
+if grep -q "skiff-arm64: FAIL" "$log"; then
+	grep "skiff-arm64: FAIL" "$log" >&2
 	problems=$((problems + 1))
 fi
 if [ "$problems" -ne 0 ]; then
