@@ -9,6 +9,11 @@
 #   Image      the kernel (bookworm's vmlinuz is an uncompressed Image; a gzip'd one is unpacked);
 #              QEMU boots it and skiff can boot it as a guest too
 #   busybox    the static arm64 busybox
+#   ko/        the modules a guest of that kernel needs for skiff's vsock device
+#              (Debian builds them as modules), decompressed: vsock,
+#              vmw_vsock_virtio_transport(_common), virtio_mmio and what their
+#              .modinfo "depends=" names (scripts/kmod-order.py)
+#   modules    their file names in load order, one a line
 #   package    the PACKAGE=VERSION words fetched
 #
 # Usage: arm64-host.sh [--refresh]
@@ -46,7 +51,8 @@ mkdir -p "$top"
 exec 9>"$top/.lock"
 flock 9
 
-if [ "$refresh" = 0 ] && [ -r "$top/current/Image" ] && [ -x "$top/current/busybox" ]; then
+have() { [ -r "$1/Image" ] && [ -x "$1/busybox" ] && [ -s "$1/modules" ]; }
+if [ "$refresh" = 0 ] && have "$top/current"; then
 	readlink -f "$top/current"
 	exit 0
 fi
@@ -70,7 +76,7 @@ if [ -z "$ver" ] || [ -z "$bbver" ]; then
 fi
 
 dir=$top/${img}_${ver//:/_}
-if [ ! -r "$dir/Image" ] || [ ! -x "$dir/busybox" ]; then
+if ! have "$dir"; then
 	tmp=$(mktemp -d "$top/.fetch.XXXXXX")
 	trap 'rm -rf "$tmp"' EXIT
 	echo "arm64-host.sh: fetching $img=$ver and busybox-static=$bbver (arm64)" >&2
@@ -90,10 +96,15 @@ if [ ! -r "$dir/Image" ] || [ ! -x "$dir/busybox" ]; then
 		cp "$vmlinuz" "$tmp/Image"
 	fi
 	cp "$tmp/x/bin/busybox" "$tmp/busybox"
+	moddir=$(find "$tmp/x/lib/modules" -mindepth 1 -maxdepth 1 -type d -print -quit 2>/dev/null)
+	[ -n "$moddir" ] || die "$img has no /lib/modules/RELEASE"
+	python3 "$repo/scripts/kmod-order.py" "$moddir" "$tmp/ko" \
+		vsock vmw_vsock_virtio_transport_common vmw_vsock_virtio_transport virtio_mmio \
+		>"$tmp/modules" || die "resolving the vsock modules of $img failed"
 	echo "$img=$ver busybox-static=$bbver" >"$tmp/package"
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	mv "$tmp/Image" "$tmp/busybox" "$tmp/package" "$dir/"
+	mv "$tmp/Image" "$tmp/busybox" "$tmp/ko" "$tmp/modules" "$tmp/package" "$dir/"
 fi
 ln -sfn "$(basename "$dir")" "$top/current"
 echo "$dir"

@@ -511,9 +511,6 @@ static int build_vm(struct vm *vm)
 	err = open_console(vm);
 	if (!err)
 		err = arch_add_legacy_devices(vm);
-	if (!err && vm->cfg.has_vsock)
-		err = virtio_mmio_vsock_create(vm, arch_virtio_mmio_gpa(), arch_virtio_mmio_irq(),
-					       &vm->vmmio);
 	if (!err)
 		err = load_images(vm);
 	if (err)
@@ -543,7 +540,16 @@ static int build_vm(struct vm *vm)
 		if (err)
 			return err;
 	}
-	return arch_vcpus_created(vm);
+	err = arch_vcpus_created(vm);
+	/*
+	 * The transport's irqfd last: on arm64 KVM refuses KVM_IRQFD (EAGAIN)
+	 * until the GIC is initialized, which needs every vCPU
+	 * (virt/kvm/eventfd.c, kvm_arch_intc_initialized()).
+	 */
+	if (!err && vm->cfg.has_vsock)
+		err = virtio_mmio_vsock_create(vm, arch_virtio_mmio_gpa(), arch_virtio_mmio_irq(),
+					       &vm->vmmio);
+	return err;
 }
 
 int skiff_vm_start(struct skiff_vm *h)
