@@ -20,7 +20,7 @@ done </etc/skiff-modules
 bytes=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^skiff_vsock_bytes=//p')
 if [ -n "$bytes" ]; then
 	start=$(date +%s)
-	if vsock-tool connect 2:5000 --send "$bytes" --recv "$bytes" --order both \
+	if vsock-tool connect 2:5000 --send "$bytes" --recv "$bytes" --order both --shut-wr \
 		--seed 1 --peer-seed 2 --timeout 120; then
 		echo "skiff-arm64-linux: vsock $bytes bytes each way in $(($(date +%s) - start)) s"
 	else
