@@ -21,6 +21,15 @@ PKGS=(
 	acpica-tools
 	# dtc: the device tree round trip of the arm64 DTB builder (vmm_fdt test)
 	device-tree-compiler
+	# arm64 (issue 19): the cross build (cmake/toolchain-aarch64.cmake) and the
+	# emulated arm64 host of the aarch64 label (tests/aarch64/). Multiarch
+	# :arm64 packages only where they can sit beside the amd64 ones
+	# (Multi-Arch: same): libfdt-dev and busybox-static cannot, so the build
+	# links libfdt1:arm64's libfdt.so.1 (cmake/FindFDT.cmake, the shared
+	# headers come from libfdt-dev) and the test fetches busybox-static:arm64
+	# into its cache with apt-get download.
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross libseccomp-dev:arm64 libfdt1:arm64
+	qemu-system-arm
 )
 
 die() {
@@ -31,6 +40,12 @@ die() {
 if [ ! -r /etc/debian_version ]; then
 	die "this script supports Debian 12 only (no /etc/debian_version); install the equivalent of: ${PKGS[*]}"
 fi
+
+# The :arm64 packages need the architecture in dpkg before apt-get update.
+need_arch=0
+case " ${PKGS[*]} " in
+*:arm64*) dpkg --print-foreign-architectures | grep -qx arm64 || need_arch=1 ;;
+esac
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -48,6 +63,10 @@ if [ "$(id -u)" -ne 0 ]; then
 	SUDO=sudo
 fi
 
+if [ "$need_arch" = 1 ]; then
+	echo "setup.sh: adding the arm64 architecture to dpkg (multiarch, for the cross build)"
+	$SUDO dpkg --add-architecture arm64 || die "dpkg --add-architecture arm64 failed"
+fi
 echo "setup.sh: installing ${missing[*]}"
 # apt's and debconf's chatter goes to a log, shown only when something fails.
 log=$(mktemp /tmp/skiff-setup.XXXXXX.log)

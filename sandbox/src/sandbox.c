@@ -30,7 +30,16 @@
 
 #include "sandbox_int.h"
 
-#define NAME_TABLE_NR 512 /* x86-64 numbers are below this (460 in Linux 6.1) */
+#define NAME_TABLE_NR 512 /* x86-64 and arm64 numbers are below this (451 in Linux 6.1) */
+
+/* The audit architecture of this build's system calls (si_arch of a SIGSYS). */
+#if defined(__x86_64__)
+#define SANDBOX_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define SANDBOX_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#else
+#error "sandbox: add this architecture's AUDIT_ARCH_ value"
+#endif
 #define NAME_MAX_LEN 24
 
 static const char *const kind_names[SANDBOX_KIND_NUM] = {
@@ -128,7 +137,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *uctx)
 	n = put_str(buf, n, sizeof(buf),
 		    kind >= 0 && kind < SANDBOX_KIND_NUM ? kind_names[kind] : "unknown");
 	n = put_str(buf, n, sizeof(buf), "' made a forbidden system call ");
-	if (si->si_arch != AUDIT_ARCH_X86_64) {
+	if (si->si_arch != SANDBOX_AUDIT_ARCH) {
 		n = put_str(buf, n, sizeof(buf), "of arch 0x");
 		n = put_num(buf, n, sizeof(buf), si->si_arch, 16);
 		n = put_str(buf, n, sizeof(buf), " ");
@@ -202,7 +211,7 @@ static void resolve_names(void)
 	unsigned int nr;
 
 	for (nr = 0; nr < NAME_TABLE_NR; nr++) {
-		char *s = seccomp_syscall_resolve_num_arch(SCMP_ARCH_X86_64, (int)nr);
+		char *s = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, (int)nr);
 
 		if (s) {
 			snprintf(names[nr], sizeof(names[nr]), "%s", s);

@@ -39,6 +39,18 @@
 
 #include "skiff/sandbox.h"
 
+#ifndef __aarch64__
+/*
+ * The arm64 vCPU ioctls' argument (arch/arm64/include/uapi/asm/kvm.h), only
+ * so that KVM_ARM_VCPU_INIT and KVM_ARM_PREFERRED_TARGET have their numbers
+ * on other hosts: the table lists the arm64 call sites everywhere.
+ */
+struct kvm_vcpu_init {
+	__u32 target;
+	__u32 features[7];
+};
+#endif
+
 #define SETUP 0u
 #define T(kind) (1u << (kind))
 #define VCPU T(SANDBOX_VCPU)
@@ -81,6 +93,13 @@ static struct site sites[] = {
 	SITE("vmm/arch/x86_64/cpu.c", "setup_boot_regs", KVM_SET_SREGS, SETUP),
 	SITE("vmm/arch/x86_64/cpu.c", "setup_boot_regs", KVM_SET_REGS, SETUP),
 	SITE("vmm/arch/x86_64/cpu.c", "arch_vcpu_init", KVM_SET_FPU, SETUP),
+	SITE("vmm/arch/aarch64/arm64.c", "enable_nisv", KVM_CHECK_EXTENSION, SETUP),
+	SITE("vmm/arch/aarch64/arm64.c", "enable_nisv", KVM_ENABLE_CAP, SETUP),
+	SITE("vmm/arch/aarch64/arm64_vgic.c", "arm64_vgic_create", KVM_CREATE_DEVICE, SETUP),
+	SITE("vmm/arch/aarch64/arm64_vgic.c", "vgic_set", KVM_SET_DEVICE_ATTR, SETUP),
+	SITE("vmm/arch/aarch64/arm64_vcpu.c", "arch_vcpu_init", KVM_ARM_PREFERRED_TARGET, SETUP),
+	SITE("vmm/arch/aarch64/arm64_vcpu.c", "arch_vcpu_init", KVM_ARM_VCPU_INIT, SETUP),
+	SITE("vmm/arch/aarch64/arm64_vcpu.c", "set_reg", KVM_SET_ONE_REG, SETUP),
 	/* virtio-mmio: registered at creation, deregistered by skiff_vm_destroy() (main) */
 	SITE("vmm/src/virtio_mmio.c", "ioeventfd", KVM_IOEVENTFD, MAIN),
 	SITE("vmm/src/virtio_mmio.c", "irqfd", KVM_IRQFD, MAIN),
@@ -96,6 +115,8 @@ static struct site sites[] = {
 	SITE("vmm/arch/x86_64/x86.c", "arch_handle_internal_error", KVM_GET_REGS, VCPU),
 	SITE("vmm/arch/x86_64/x86.c", "arch_describe_vcpu", KVM_GET_REGS, VCPU),
 	SITE("vmm/arch/x86_64/x86.c", "arch_describe_vcpu", KVM_GET_SREGS, VCPU),
+	/* arm64's arch_describe_vcpu(): PC, PSTATE, SP_EL1 for exit messages */
+	SITE("vmm/arch/aarch64/arm64_vcpu.c", "get_reg", KVM_GET_ONE_REG, VCPU),
 };
 
 #define NSITES (sizeof(sites) / sizeof(sites[0]))

@@ -126,6 +126,21 @@ static int kernel_error(const char *path, int err, bool tiny)
 			path);
 		break;
 	case -ENOEXEC:
+#ifdef __aarch64__
+		if (tiny)
+			fprintf(stderr,
+				"skiff: '%s': tiny test guests are x86-64 programs; on arm64 drop "
+				"--tiny-guest and pass an arm64 Image\n",
+				path);
+		else
+			fprintf(stderr,
+				"skiff: '%s' is not an arm64 Linux Image (magic \"ARM\\x64\" at byte "
+				"56, Linux 3.17 or later, little endian); pass arch/arm64/boot/Image "
+				"or Debian's vmlinuz (an Image), and decompress a gzip'd one first "
+				"(zcat vmlinuz > Image)\n",
+				path);
+		break;
+#endif
 		if (tiny)
 			fprintf(stderr,
 				"skiff: '%s' is not a static x86-64 ELF executable; build the tiny "
@@ -254,13 +269,13 @@ static int start_error(const struct vm_run *r, const char *what, int err)
 		fprintf(stderr,
 			"skiff: bad --cmdline: %zu bytes, longer than the kernel takes with what "
 			"skiff appends (%s); the x86-64 boot protocol allows at most 2047 bytes in "
-			"all (the kernel's cmdline_size may be less), a tiny guest 4095: shorten "
-			"it\n",
+			"all (the kernel's cmdline_size may be less), arm64's device tree 2047, a "
+			"tiny guest 4095: shorten it\n",
 			o->cmdline ? strlen(o->cmdline) : 0, msg);
 	else if (err == -E2BIG)
 		fprintf(stderr,
-			"skiff: cannot start %s: the kernel and initrd do not fit in guest memory "
-			"(%s); give the guest more memory with --mem\n",
+			"skiff: cannot start %s: the kernel, initrd and boot tables do not fit in "
+			"guest memory (%s); give the guest more memory with --mem\n",
 			what, msg);
 	else if (err == -ENOEXEC && o->tiny)
 		fprintf(stderr,

@@ -20,7 +20,6 @@
 
 #include "arch.h"
 #include "skiff/sandbox.h"
-#include "debug_dev.h"
 #include "elf_load.h"
 #include "serial.h"
 #include "skiff/tiny_guest_abi.h"
@@ -31,15 +30,6 @@
 #define MAX_MEM (3ull << 30)
 #define MAX_IMAGE (1ull << 30)
 #define PROBE_LEN 65536
-/*
- * no_timer_check: Linux's boot check that the 8254 timer ticks through the
- * IO-APIC (check_timer(), arch/x86/kernel/apic/io_apic.c) counts ticks
- * against a busy-wait; a vCPU that loses its host CPU during that wait (a
- * loaded host; an emulated one always) fails it, and the guest panics with
- * "MP-BIOS bug: 8254 timer not connected to IO-APIC". KVM's in-kernel PIT
- * and IO-APIC are wired as the check wants, so it only adds that failure.
- */
-#define LINUX_DEFAULT_CMDLINE "console=ttyS0 reboot=k panic=-1 no_timer_check"
 
 struct skiff_vm {
 	struct vm vm;
@@ -114,6 +104,7 @@ int skiff_vm_create(struct skiff_vm **out)
 	vm = &h->vm;
 	vm->t_create_ns = vm_now_ns();
 	vm->vm_fd = -1;
+	vm->irqchip_fd = -1;
 	vm->mem.fd = -1;
 	vm->console_out = -1;
 	vm->console_in = -1;
@@ -462,12 +453,12 @@ static char *build_cmdline(const struct vm *vm)
 	if (vm->cfg.kernel_kind == SKIFF_KERNEL_TINY)
 		return strdup(base ? base : "");
 	if (!base)
-		base = LINUX_DEFAULT_CMDLINE;
-	if (!vm->cfg.has_vsock || !cmdline_has(base, "acpi=off") ||
-	    cmdline_has(base, "virtio_mmio.device="))
+		base = arch_linux_cmdline();
+	if (!vm->cfg.has_vsock || !arch_virtio_mmio_on_cmdline() ||
+	    !cmdline_has(base, "acpi=off") || cmdline_has(base, "virtio_mmio.device="))
 		return strdup(base);
 	if (asprintf(&s, "%s virtio_mmio.device=4K@0x%llx:%u", base,
-		     (unsigned long long)SKIFF_VIRTIO_MMIO_GPA, arch_virtio_mmio_irq()) < 0)
+		     (unsigned long long)arch_virtio_mmio_gpa(), arch_virtio_mmio_irq()) < 0)
 		return NULL;
 	return s;
 }
@@ -503,6 +494,7 @@ static int build_vm(struct vm *vm)
 	err = guest_mem_create(&vm->mem, vm->cfg.mem_size);
 	if (err)
 		return err;
+	vm->mem.base = arch_ram_base();
 	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
 	if (vm->vm_fd < 0)
 		return -errno;
@@ -511,7 +503,7 @@ static int build_vm(struct vm *vm)
 		return err;
 	region = (struct kvm_userspace_memory_region){
 		.slot = 0,
-		.guest_phys_addr = 0,
+		.guest_phys_addr = vm->mem.base,
 		.memory_size = vm->mem.size,
 		.userspace_addr = (uintptr_t)vm->mem.hva,
 	};
@@ -520,11 +512,6 @@ static int build_vm(struct vm *vm)
 	err = open_console(vm);
 	if (!err)
 		err = arch_add_legacy_devices(vm);
-	if (!err)
-		err = debug_dev_add(vm);
-	if (!err && vm->cfg.has_vsock)
-		err = virtio_mmio_vsock_create(vm, SKIFF_VIRTIO_MMIO_GPA, arch_virtio_mmio_irq(),
-					       &vm->vmmio);
 	if (!err)
 		err = load_images(vm);
 	if (err)
@@ -554,7 +541,16 @@ static int build_vm(struct vm *vm)
 		if (err)
 			return err;
 	}
-	return 0;
+	err = arch_vcpus_created(vm);
+	/*
+	 * The transport's irqfd last: on arm64 KVM refuses KVM_IRQFD (EAGAIN)
+	 * until the GIC is initialized, which needs every vCPU
+	 * (virt/kvm/eventfd.c, kvm_arch_intc_initialized()).
+	 */
+	if (!err && vm->cfg.has_vsock)
+		err = virtio_mmio_vsock_create(vm, arch_virtio_mmio_gpa(), arch_virtio_mmio_irq(),
+					       &vm->vmmio);
+	return err;
 }
 
 int skiff_vm_start(struct skiff_vm *h)
@@ -696,6 +692,8 @@ void skiff_vm_destroy(struct skiff_vm *h)
 	for (i = 0; i < vm->nr_vcpus; i++)
 		vcpu_destroy(&vm->vcpus[i]);
 	free(vm->vcpus);
+	if (vm->irqchip_fd >= 0)
+		close(vm->irqchip_fd);
 	if (vm->vm_fd >= 0)
 		close(vm->vm_fd);
 	guest_mem_destroy(&vm->mem);

@@ -48,6 +48,7 @@ int guest_mem_create(struct guest_mem *mem, uint64_t size)
 	mem->fd = -1;
 	mem->hva = NULL;
 	mem->size = 0;
+	mem->base = 0;
 	if (!size || size % (uint64_t)page || size > UINT64_MAX - GUEST_MEM_HUGE_ALIGN)
 		return -EINVAL;
 	fd = memfd_create("skiff-guest-ram", MFD_CLOEXEC);
@@ -91,7 +92,10 @@ void guest_mem_destroy(struct guest_mem *mem)
 
 void *guest_mem_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len)
 {
-	if (!mem->hva || gpa > mem->size || len > mem->size - gpa)
+	if (!mem->hva || gpa < mem->base)
+		return NULL;
+	gpa -= mem->base;
+	if (gpa > mem->size || len > mem->size - gpa)
 		return NULL;
 	return mem->hva + gpa;
 }

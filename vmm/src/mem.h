@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Guest RAM: one memfd-backed region at GPA 0, and the one GPA-to-HVA accessor. */
+/*
+ * Guest RAM: one memfd-backed region at GPA @base (x86-64 0, arm64 2 GiB:
+ * arch_ram_base()), and the one GPA-to-HVA accessor.
+ */
 #ifndef SKIFF_MEM_H
 #define SKIFF_MEM_H
 
@@ -10,6 +13,7 @@ struct guest_mem {
 	int fd; /* memfd, so the memory can be shared with another process */
 	uint8_t *hva; /* mapping of the whole of RAM, MAP_SHARED */
 	uint64_t size; /* bytes, multiple of the page size */
+	uint64_t base; /* GPA of the first byte; 0 from guest_mem_create(), set by the VM */
 };
 
 /* The alignment of guest RAM's mapping: a transparent huge page (x86-64 PMD). */
@@ -29,7 +33,7 @@ void guest_mem_destroy(struct guest_mem *mem);
 
 /*
  * guest_mem_ptr() - the host pointer for [gpa, gpa + len), or NULL when any
- * byte of it (overflow included) is outside RAM. The only GPA-to-HVA
+ * byte of it (overflow included) is outside RAM [base, base + size). The only GPA-to-HVA
  * conversion in the VMM.
  */
 void *guest_mem_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len);

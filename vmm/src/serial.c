@@ -194,7 +194,7 @@ static void __serial_write(struct serial *s, unsigned int reg, uint8_t v)
 	}
 }
 
-static void serial_pio(void *opaque, uint64_t off, uint8_t *data, uint32_t len, bool is_write)
+static void serial_regs(void *opaque, uint64_t off, uint8_t *data, uint32_t len, bool is_write)
 {
 	struct serial *s = opaque;
 	uint32_t i;
@@ -289,7 +289,12 @@ err:
 
 int serial_add_pio(struct serial *s, uint16_t base)
 {
-	return bus_add(&s->vm->pio_bus, base, 8, serial_pio, s);
+	return bus_add(&s->vm->pio_bus, base, 8, serial_regs, s);
+}
+
+int serial_add_mmio(struct serial *s, uint64_t base)
+{
+	return bus_add(&s->vm->mmio_bus, base, 8, serial_regs, s);
 }
 
 void serial_destroy(struct serial *s)

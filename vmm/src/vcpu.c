@@ -156,10 +156,11 @@ static bool handle_exit(struct vcpu *vcpu)
 		       (unsigned long long)run->fail_entry.hardware_entry_failure_reason);
 		return false;
 	default:
+		if (arch_handle_exit(vcpu, msg, sizeof(msg)))
+			return true;
 		arch_describe_vcpu(vcpu, where, sizeof(where));
-		vm_end(vm, SKIFF_EXIT_GUEST_ERROR, 0, (int)vcpu->id, 0,
-		       "vCPU %u: unhandled KVM exit reason %u (%s)", vcpu->id, run->exit_reason,
-		       where);
+		vm_end(vm, SKIFF_EXIT_GUEST_ERROR, 0, (int)vcpu->id, 0, "vCPU %u: %s (%s)",
+		       vcpu->id, msg, where);
 		return false;
 	}
 }

@@ -165,7 +165,7 @@ static void __vmmio_reset(struct virtio_mmio *d)
 /* DRIVER_OK: hand the queues to the device and start it. Called with d->lock held. */
 static int __vmmio_start(struct virtio_mmio *d)
 {
-	struct vsock_mem_region region = { .gpa = 0,
+	struct vsock_mem_region region = { .gpa = d->vm->mem.base,
 					   .size = d->vm->mem.size,
 					   .hva = d->vm->mem.hva };
 	unsigned int i;
@@ -401,7 +401,9 @@ int virtio_mmio_vsock_create(struct vm *vm, uint64_t base, unsigned int irq,
 		.dgram = vm->cfg.vsock_dgram,
 		.conn_buf_size = vm->cfg.vsock_conn_buf,
 	};
-	struct vsock_mem_region region = { .gpa = 0, .size = vm->mem.size, .hva = vm->mem.hva };
+	struct vsock_mem_region region = { .gpa = vm->mem.base,
+					   .size = vm->mem.size,
+					   .hva = vm->mem.hva };
 	struct virtio_mmio *d;
 	unsigned int i;
 	int err;

@@ -54,14 +54,16 @@ struct vcpu {
 
 /* Where the boot code wants vCPU 0 to start (filled by arch_load_guest()). */
 struct boot_info {
-	uint64_t entry; /* rip */
-	uint64_t rsi, rdi, rsp;
+	uint64_t entry; /* x86 rip, arm64 PC */
+	uint64_t rsi, rdi, rsp; /* x86 */
+	uint64_t x0; /* arm64: the DTB's address */
 	bool user_mode; /* tiny guest: CPL3 */
 };
 
 struct vm {
 	int kvm_fd;
 	int vm_fd;
+	int irqchip_fd; /* arm64: the VGIC device; -1 on x86 (KVM_CREATE_IRQCHIP has none) */
 	struct vm_config cfg;
 	struct guest_mem mem;
 	struct bus mmio_bus;
@@ -119,7 +121,11 @@ void vm_end(struct vm *vm, enum skiff_exit_reason reason, uint64_t code, int vcp
 /* vm_console_write() - raw bytes to the console output (serial, debug PUTC). */
 void vm_console_write(struct vm *vm, const void *buf, size_t len);
 
-/* vm_irq_line() - set IOAPIC/PIC input @irq to @level (KVM_IRQ_LINE). Return: 0 or -errno. */
+/*
+ * vm_irq_line() - set interrupt @irq to @level (KVM_IRQ_LINE): x86 an
+ * IOAPIC/PIC input; arm64 KVM's encoding (type, vCPU, INTID: arm64_spi_irq_line()).
+ * Return: 0 or -errno.
+ */
 int vm_irq_line(struct vm *vm, unsigned int irq, int level);
 
 /* The signal that kicks a vCPU thread out of KVM_RUN. */

@@ -61,7 +61,7 @@ int arm64_image_parse(const uint8_t *img, size_t len, struct arm64_image *out, c
 
 	if (what)
 		return arm64_err(msg, msg_len, -ENOEXEC,
-				 "the kernel is %s (Debian's arm64 vmlinuz is a gzip'd Image); "
+				 "the kernel is %s (some distributions gzip the arm64 vmlinuz); "
 				 "skiff has no decompressor: decompress it first (e.g. zcat "
 				 "vmlinuz > Image) or pass arch/arm64/boot/Image",
 				 what);

@@ -27,7 +27,7 @@
  *   whole and the kernel's region is the larger of the two.
  * - Compressed kernels are not: skiff links no decompressor (no zlib), so a
  *   gzip, xz, zstd or bzip2 file, or an EFI zboot image, is rejected with a
- *   message to decompress it first (Debian's arm64 vmlinuz is a gzip'd Image:
+ *   message to decompress it first (some distributions gzip the arm64 vmlinuz:
  *   `zcat vmlinuz > Image`).
  */
 #ifndef SKIFF_ARM64_IMAGE_H

@@ -13,6 +13,7 @@
 
 #include "acpi.h"
 #include "arch.h"
+#include "debug_dev.h"
 #include "serial.h"
 #include "skiff/tiny_guest_abi.h"
 #include "x86.h"
@@ -115,12 +116,55 @@ int arch_add_legacy_devices(struct vm *vm)
 	err = bus_add(&vm->pio_bus, 0x60, 5, i8042_pio, vm);
 	if (err)
 		return err;
-	return x86_acpi_pm_add(vm);
+	err = x86_acpi_pm_add(vm);
+	if (err)
+		return err;
+	return debug_dev_add(vm);
 }
 
 unsigned int arch_virtio_mmio_irq(void)
 {
 	return X86_IRQ_VIRTIO;
+}
+
+uint64_t arch_virtio_mmio_gpa(void)
+{
+	return SKIFF_VIRTIO_MMIO_GPA;
+}
+
+uint64_t arch_ram_base(void)
+{
+	return 0;
+}
+
+/*
+ * no_timer_check: Linux's boot check that the 8254 timer ticks through the
+ * IO-APIC (check_timer(), arch/x86/kernel/apic/io_apic.c) counts ticks
+ * against a busy-wait; a vCPU that loses its host CPU during that wait (a
+ * loaded host; an emulated one always) fails it, and the guest panics with
+ * "MP-BIOS bug: 8254 timer not connected to IO-APIC". KVM's in-kernel PIT
+ * and IO-APIC are wired as the check wants, so it only adds that failure.
+ */
+const char *arch_linux_cmdline(void)
+{
+	return "console=ttyS0 reboot=k panic=-1 no_timer_check";
+}
+
+/* The DSDT describes the device; a kernel told acpi=off needs the command line. */
+bool arch_virtio_mmio_on_cmdline(void)
+{
+	return true;
+}
+
+int arch_vcpus_created(struct vm *vm)
+{
+	return 0;
+}
+
+bool arch_handle_exit(struct vcpu *vcpu, char *msg, size_t msg_len)
+{
+	snprintf(msg, msg_len, "unhandled KVM exit reason %u", vcpu->run->exit_reason);
+	return false;
 }
 
 int arch_probe_kernel(const uint8_t *head, size_t len, int kind)

@@ -1,0 +1,31 @@
+#!/bin/busybox sh
+# shellcheck shell=dash
+# SPDX-License-Identifier: MIT
+# /init of the arm64 Linux guest that skiff boots inside the emulated host
+# (tests/aarch64/run.sh, cases linux-vsock-*): say that user space runs and on
+# how many CPUs (vCPU 1 came up through PSCI CPU_ON); load the vsock modules
+# (Debian builds them as modules; /etc/skiff-modules has them in load order);
+# with skiff_vsock_bytes=N on the command line, connect to the host (CID 2,
+# port 5000) and move N bytes each way at once, every byte checked
+# (vsock-tool's pattern); show the virtio interrupt's line of
+# /proc/interrupts; then power off (PSCI SYSTEM_OFF: skiff exits 0).
+# A failure prints "skiff-arm64: FAIL ...", which the test looks for.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+echo "skiff-arm64-linux: user space up, $(grep -c ^processor /proc/cpuinfo) cpus, $(uname -r)"
+while read -r m; do
+	insmod "/lib/modules/$m" || echo "skiff-arm64: FAIL insmod $m"
+done </etc/skiff-modules
+bytes=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^skiff_vsock_bytes=//p')
+if [ -n "$bytes" ]; then
+	start=$(date +%s)
+	if vsock-tool connect 2:5000 --send "$bytes" --recv "$bytes" --order both --shut-wr \
+		--seed 1 --peer-seed 2 --timeout 120; then
+		echo "skiff-arm64-linux: vsock $bytes bytes each way in $(($(date +%s) - start)) s"
+	else
+		echo "skiff-arm64: FAIL guest vsock-tool status $?"
+	fi
+fi
+grep -i virtio /proc/interrupts
+poweroff -f
