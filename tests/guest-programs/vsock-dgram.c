@@ -9,6 +9,32 @@
  *   baseline  Linux 6.1 without it: socket(AF_VSOCK, SOCK_DGRAM) must fail
  *             with ENODEV (datagrams need the VMCI transport there), while a
  *             stream socket still opens
+ *
+ * Through a real vsock device (tests/uml/dgram/dgram_e2e.py drives the host side):
+ * vsock-dgram host P N MRG ONE_RX
+ *   g2h       N datagrams of sizes from dev_size() (MRG 1: 1 B .. 64 KiB; MRG 0: at
+ *             most ONE_RX, the payload one RX buffer holds) from port E2E_PORT to
+ *             (2, P), each answered by the host with the same bytes from (2, P)
+ *   host-first  a datagram the host sent through the gateway to port E2E_PORT + 1
+ *             (seed 1000, 3000 bytes), answered from that port (seed 1001, 200 bytes)
+ *   big-then-small  the host sends ONE_RX + 1 bytes (MRG 1: 64 KiB; seed 1002) then
+ *             ONE_RX bytes (MRG 1: 1 byte; seed 1003): MRG 1 both arrive, MRG 0 only
+ *             the second (the device drops the first, dgram_rx_drop_too_big)
+ *   peek-trunc  a datagram (seed 1004, MRG 1: 20000 bytes, MRG 0: ONE_RX) peeked with
+ *             MSG_PEEK|MSG_TRUNC into 100 bytes (its length and first bytes), then read
+ *   unbound-host-port  10 bytes (seed 1020) to (2, P + 1), where nobody is bound, then
+ *             3 bytes (seed 1021) to (2, P): the host waits for these
+ *   host-full  64 datagrams (seed 1100 + i, 100 + i bytes) to (2, P), whose socket the
+ *             host no longer reads, then 4 bytes (seed 1199) to (2, P + 2)
+ * vsock-dgram peer P PEER_CID N a|b MRG ONE_RX
+ *   ready     "READY" from port E2E_PORT to (2, P); waits for "GO" from (2, P)
+ *   g2g       round 1 guest a sends N datagrams (dev_size(), seed 3000 + i) to
+ *             (PEER_CID, E2E_PORT) and b echoes each; round 2 the other way (4000 + i)
+ *   big-then-small  a sends a datagram to CID PEER_CID + 2 (no such guest: the device
+ *             drops it), then b ONE_RX + 1 (MRG 1: 64 KiB; seed 5000) then ONE_RX (MRG 1:
+ *             1; seed 5001) bytes: as for host, checked on b
+ * Both modes end by printing the transport's dgram_rx_drops module parameter.
+ *
  * Output: "DGRAM-CASE <name> ok" or "DGRAM-CASE <name> FAIL: <why>" per case,
  * then "DGRAM status=ok" or "DGRAM status=fail". Exit 0 ok, 1 fail.
  */
@@ -85,24 +111,28 @@ static int send_to(int fd, unsigned int port, const void *buf, size_t len)
 	return sendto(fd, buf, len, 0, (struct sockaddr *)&a, sizeof(a));
 }
 
-/* Wait up to 2 s for a datagram on @fd. */
-static int wait_in(int fd)
+/* Wait up to @ms for a datagram on @fd. */
+static int wait_in_ms(int fd, int ms)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 
-	return poll(&p, 1, 2000) == 1 && (p.revents & POLLIN);
+	return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
 }
 
-/* Receive one datagram of @want bytes equal to @buf, from (1, @src_port). */
-static int expect_from(int fd, const void *buf, size_t want, unsigned int src_port)
+/*
+ * Receive one datagram (waiting up to @ms) of @want bytes equal to @buf, from
+ * (@cid, @src_port).
+ */
+static int expect_from_addr(int fd, const void *buf, size_t want, unsigned int cid,
+			    unsigned int src_port, int ms)
 {
 	static char rbuf[MAX_DGRAM + 1];
 	struct sockaddr_vm from;
 	socklen_t flen = sizeof(from);
 	ssize_t n;
 
-	if (!wait_in(fd)) {
-		fail("no datagram within 2 s");
+	if (!wait_in_ms(fd, ms)) {
+		fail("no datagram of %zu bytes within %d ms", want, ms);
 		return -1;
 	}
 	memset(&from, 0, sizeof(from));
@@ -112,16 +142,31 @@ static int expect_from(int fd, const void *buf, size_t want, unsigned int src_po
 		return -1;
 	}
 	if ((size_t)n != want || memcmp(rbuf, buf, want)) {
-		fail("got %zd bytes, want %zu (or different bytes)", n, want);
+		fail("got %zd bytes (fnv %016llx), want %zu (fnv %016llx)", n,
+		     (unsigned long long)skiff_fnv1a(SKIFF_FNV_INIT, (const uint8_t *)rbuf,
+						     n > 0 ? (size_t)n : 0),
+		     want, (unsigned long long)skiff_fnv1a(SKIFF_FNV_INIT, buf, want));
 		return -1;
 	}
-	if (flen != sizeof(from) || from.svm_family != AF_VSOCK || from.svm_cid != LOCAL_CID ||
+	if (flen != sizeof(from) || from.svm_family != AF_VSOCK || from.svm_cid != cid ||
 	    from.svm_port != src_port) {
 		fail("sender address len %u family %u cid %u port %u, want cid %u port %u", flen,
-		     from.svm_family, from.svm_cid, from.svm_port, LOCAL_CID, src_port);
+		     from.svm_family, from.svm_cid, from.svm_port, cid, src_port);
 		return -1;
 	}
 	return 0;
+}
+
+/* Wait up to 2 s for a datagram on @fd. */
+static int wait_in(int fd)
+{
+	return wait_in_ms(fd, 2000);
+}
+
+/* Receive one datagram of @want bytes equal to @buf, from (1, @src_port), within 2 s. */
+static int expect_from(int fd, const void *buf, size_t want, unsigned int src_port)
+{
+	return expect_from_addr(fd, buf, want, LOCAL_CID, src_port, 2000);
 }
 
 static unsigned int local_port(int fd)
@@ -598,13 +643,255 @@ static int baseline(void)
 	return failures;
 }
 
+/* ---- Through a real device: the host (CID 2) and another guest ---- */
+
+#define HOST_CID 2
+#define E2E_PORT 52000u
+#define E2E_WAIT_MS 20000
+#define E2E_FLOOD 64
+
+static unsigned int dev_mrg, dev_one_rx;
+
+/* Size of datagram @i: cycles over sizes up to 64 KiB (MRG) or one RX buffer. */
+static size_t dev_size(unsigned int i)
+{
+	static const size_t mrg[] = { 1,    2,	  7,	 64,	1000,  4095, 4096,
+				      4097, 8192, 12345, 32768, 65535, 65536 };
+	static const size_t one[] = { 1, 2, 7, 64, 1000, 2048 };
+	const unsigned int n_one = sizeof(one) / sizeof(one[0]);
+
+	if (dev_mrg)
+		return mrg[i % (sizeof(mrg) / sizeof(mrg[0]))];
+	if (i % (n_one + 1) == n_one)
+		return dev_one_rx; /* the largest that fits */
+	return one[i % (n_one + 1)];
+}
+
+/* Receive one datagram from (@cid, @port) within E2E_WAIT_MS equal to pattern @seed, @len. */
+static int dev_expect(int fd, unsigned int cid, unsigned int port, uint64_t seed, size_t len)
+{
+	static uint8_t want[MAX_DGRAM];
+
+	skiff_pattern_fill(want, len, seed, 0);
+	if (expect_from_addr(fd, want, len, cid, port, E2E_WAIT_MS)) {
+		printf("DGRAM-CASE %s: (that was the datagram of seed %llu)\n", cur_case,
+		       (unsigned long long)seed);
+		return -1;
+	}
+	return 0;
+}
+
+/* Send pattern @seed, @len to (@cid, @port). */
+static int dev_send(int fd, unsigned int cid, unsigned int port, uint64_t seed, size_t len)
+{
+	static uint8_t buf[MAX_DGRAM];
+	struct sockaddr_vm a = vm_addr(cid, port);
+
+	skiff_pattern_fill(buf, len, seed, 0);
+	if (sendto(fd, buf, len, 0, (struct sockaddr *)&a, sizeof(a)) != (ssize_t)len) {
+		fail("sendto cid %u port %u, %zu bytes", cid, port, len);
+		return -1;
+	}
+	return 0;
+}
+
+static void dev_print_drops(void)
+{
+	char line[256] = "";
+	FILE *f = fopen("/sys/module/vmw_vsock_virtio_transport/parameters/dgram_rx_drops", "r");
+
+	if (!f || !fgets(line, sizeof(line), f)) {
+		printf("DGRAM-GUEST-DROPS unreadable\n");
+	} else {
+		line[strcspn(line, "\n")] = 0;
+		printf("DGRAM-GUEST-DROPS %s\n", line);
+	}
+	if (f)
+		fclose(f);
+}
+
+/* The big datagram, then the small one; with MRG both arrive, else only the small one. */
+static int dev_big_small_check(int fd, unsigned int cid, unsigned int port, uint64_t seed)
+{
+	if (dev_mrg && dev_expect(fd, cid, port, seed, MAX_DGRAM))
+		return -1;
+	return dev_expect(fd, cid, port, seed + 1, dev_mrg ? 1 : dev_one_rx);
+}
+
+static int dev_parse(char **arg, unsigned int n, unsigned int *v)
+{
+	unsigned int i;
+	char *end;
+
+	for (i = 0; i < n; i++) {
+		v[i] = (unsigned int)strtoul(arg[i], &end, 10);
+		if (*end || !*arg[i]) {
+			fprintf(stderr, "vsock-dgram: bad number '%s'\n", arg[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int dev_end(void)
+{
+	dev_print_drops();
+	printf("DGRAM status=%s failures=%d\n", failures ? "fail" : "ok", failures);
+	return failures ? 1 : 0;
+}
+
+/*
+ * A datagram of @len bytes (pattern @seed) from (2, @port) on @fd: MSG_PEEK|MSG_TRUNC
+ * into 100 bytes gives its whole length and its first bytes, then it is read whole.
+ */
+static int dev_peek_trunc(int fd, unsigned int port, uint64_t seed, size_t len)
+{
+	uint8_t got[100], want[100];
+	ssize_t n;
+
+	if (!wait_in_ms(fd, E2E_WAIT_MS)) {
+		fail("no datagram (seed %llu) within %d ms", (unsigned long long)seed, E2E_WAIT_MS);
+		return -1;
+	}
+	n = recv(fd, got, sizeof(got), MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+	skiff_pattern_fill(want, sizeof(want), seed, 0);
+	if (n != (ssize_t)len || memcmp(got, want, sizeof(got))) {
+		fail("MSG_PEEK|MSG_TRUNC into 100 bytes gave %zd, want %zu and the first bytes", n,
+		     len);
+		return -1;
+	}
+	return dev_expect(fd, HOST_CID, port, seed, len);
+}
+
+/* vsock-dgram host P N MRG ONE_RX */
+static int dev_host(char **arg)
+{
+	unsigned int v[4], port, n, i;
+	int s, r;
+
+	if (dev_parse(arg, 4, v))
+		return 2;
+	port = v[0], n = v[1], dev_mrg = v[2], dev_one_rx = v[3];
+	if (dev_one_rx > MAX_DGRAM)
+		return 2;
+	cur_case = "bind";
+	s = dgram_bound(E2E_PORT);
+	r = dgram_bound(E2E_PORT + 1);
+	if (s < 0 || r < 0)
+		return dev_end();
+	cur_case = "g2h";
+	for (i = 0; i < n; i++) {
+		if (dev_send(s, HOST_CID, port, 100 + i, dev_size(i)) ||
+		    dev_expect(s, HOST_CID, port, 100 + i, dev_size(i)))
+			break;
+	}
+	if (i == n)
+		printf("DGRAM-CASE g2h ok (%u datagrams echoed)\n", n);
+	cur_case = "host-first";
+	if (!dev_expect(r, HOST_CID, port, 1000, 3000) && !dev_send(r, HOST_CID, port, 1001, 200))
+		printf("DGRAM-CASE host-first ok\n");
+	cur_case = "big-then-small";
+	if (!dev_big_small_check(r, HOST_CID, port, 1002))
+		printf("DGRAM-CASE big-then-small ok (mrg %u)\n", dev_mrg);
+	cur_case = "peek-trunc";
+	if (!dev_peek_trunc(r, port, 1004, dev_mrg ? 20000 : dev_one_rx))
+		printf("DGRAM-CASE peek-trunc ok\n");
+	/* Nobody bound at the host: the device drops it (dgram_tx_drop_no_dest); END after it. */
+	cur_case = "unbound-host-port";
+	if (!dev_send(s, HOST_CID, port + 1, 1020, 10) && !dev_send(s, HOST_CID, port, 1021, 3))
+		printf("DGRAM-CASE unbound-host-port ok\n");
+	/* Into a host socket that does not read: the device drops what does not fit. */
+	cur_case = "host-full";
+	for (i = 0; i < E2E_FLOOD; i++) {
+		if (dev_send(s, HOST_CID, port, 1100 + i, 100 + i))
+			break;
+	}
+	if (i == E2E_FLOOD && !dev_send(s, HOST_CID, port + 2, 1199, 4))
+		printf("DGRAM-CASE host-full ok\n");
+	close(s);
+	close(r);
+	return dev_end();
+}
+
+/* Round of @n: send each and wait for its echo (@send), or echo each (!@send). */
+static int dev_round(int fd, unsigned int peer, unsigned int n, uint64_t seed, int send)
+{
+	static uint8_t buf[MAX_DGRAM + 1];
+	struct sockaddr_vm from;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (send) {
+			if (dev_send(fd, peer, E2E_PORT, seed + i, dev_size(i)) ||
+			    dev_expect(fd, peer, E2E_PORT, seed + i, dev_size(i)))
+				return -1;
+			continue;
+		}
+		if (dev_expect(fd, peer, E2E_PORT, seed + i, dev_size(i)))
+			return -1;
+		from = vm_addr(peer, E2E_PORT);
+		skiff_pattern_fill(buf, dev_size(i), seed + i, 0);
+		if (sendto(fd, buf, dev_size(i), 0, (struct sockaddr *)&from, sizeof(from)) !=
+		    (ssize_t)dev_size(i)) {
+			fail("echo sendto");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* vsock-dgram peer P PEER_CID N a|b MRG ONE_RX */
+static int dev_peer(char **arg)
+{
+	unsigned int v[3], port, peer, n;
+	int fd, a = !strcmp(arg[3], "a");
+
+	if (dev_parse(arg + 4, 2, v))
+		return 2;
+	dev_mrg = v[0], dev_one_rx = v[1];
+	if (dev_parse(arg, 3, v) || dev_one_rx > MAX_DGRAM || (!a && strcmp(arg[3], "b")))
+		return 2;
+	port = v[0], peer = v[1], n = v[2];
+	cur_case = "ready";
+	fd = dgram_bound(E2E_PORT);
+	if (fd < 0)
+		return dev_end();
+	if (dev_send(fd, HOST_CID, port, 2000, 5) || dev_expect(fd, HOST_CID, port, 2001, 2))
+		goto out;
+	printf("DGRAM-CASE ready ok\n");
+	cur_case = "g2g";
+	if (dev_round(fd, peer, n, 3000, a) || dev_round(fd, peer, n, 4000, !a))
+		goto out;
+	printf("DGRAM-CASE g2g ok (%u datagrams each way)\n", n);
+	cur_case = "big-then-small";
+	if (a) {
+		/* To no guest: dgram_tx_drop_no_dest, counted before b sees the next ones. */
+		if (dev_send(fd, peer + 2, E2E_PORT, 5006, 10) ||
+		    dev_send(fd, peer, E2E_PORT, 5000, dev_mrg ? MAX_DGRAM : dev_one_rx + 1) ||
+		    dev_send(fd, peer, E2E_PORT, 5001, dev_mrg ? 1 : dev_one_rx))
+			goto out;
+	} else if (dev_big_small_check(fd, peer, E2E_PORT, 5000)) {
+		goto out;
+	}
+	printf("DGRAM-CASE big-then-small ok (mrg %u)\n", dev_mrg);
+out:
+	close(fd);
+	return dev_end();
+}
+
 int main(int argc, char **argv)
 {
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 6 && !strcmp(argv[1], "host"))
+		return dev_host(argv + 2);
+	if (argc == 8 && !strcmp(argv[1], "peer"))
+		return dev_peer(argv + 2);
 	if (argc != 2 || (strcmp(argv[1], "patched") && strcmp(argv[1], "baseline"))) {
-		fprintf(stderr, "usage: vsock-dgram patched|baseline\n");
+		fprintf(stderr, "usage: vsock-dgram patched|baseline\n"
+				"       vsock-dgram host P N MRG ONE_RX\n"
+				"       vsock-dgram peer P PEER_CID N a|b MRG ONE_RX\n");
 		return 2;
 	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(argv[1], "baseline")) {
 		baseline();
 	} else {
