@@ -21,10 +21,10 @@ int skiff_uds_addr(const char *path, struct sockaddr_un *sa)
 	return 0;
 }
 
-/* Is somebody listening on @sa? 1 yes, 0 no (stale), -errno when unsure. */
-static int probe_live(const struct sockaddr_un *sa)
+/* Is somebody at @sa (a @type socket)? 1 yes, 0 no (stale), -errno when unsure. */
+static int probe_live(const struct sockaddr_un *sa, int type)
 {
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int ret;
 
 	if (fd < 0)
@@ -40,10 +40,27 @@ static int probe_live(const struct sockaddr_un *sa)
 	return ret;
 }
 
+int skiff_uds_clear_stale(const struct sockaddr_un *sa, int type)
+{
+	struct stat st;
+	int ret;
+
+	if (lstat(sa->sun_path, &st))
+		return errno == ENOENT ? 0 : -errno;
+	/* A regular file, directory, FIFO...: never ours to remove. */
+	if (!S_ISSOCK(st.st_mode))
+		return -ENOTSOCK;
+	ret = probe_live(sa, type);
+	if (ret)
+		return ret > 0 ? -EADDRINUSE : ret;
+	if (unlink(sa->sun_path) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
 int skiff_uds_listen(const char *path, int sock_flags, int backlog, int *out)
 {
 	struct sockaddr_un sa;
-	struct stat st;
 	int fd, ret;
 
 	if (sock_flags & ~SOCK_NONBLOCK)
@@ -51,18 +68,9 @@ int skiff_uds_listen(const char *path, int sock_flags, int backlog, int *out)
 	ret = skiff_uds_addr(path, &sa);
 	if (ret)
 		return ret;
-	if (!lstat(path, &st)) {
-		/* A regular file, directory, FIFO...: never ours to remove. */
-		if (!S_ISSOCK(st.st_mode))
-			return -ENOTSOCK;
-		ret = probe_live(&sa);
-		if (ret)
-			return ret > 0 ? -EADDRINUSE : ret;
-		if (unlink(path) && errno != ENOENT)
-			return -errno;
-	} else if (errno != ENOENT) {
-		return -errno;
-	}
+	ret = skiff_uds_clear_stale(&sa, SOCK_STREAM);
+	if (ret)
+		return ret;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | sock_flags, 0);
 	if (fd < 0)
 		return -errno;

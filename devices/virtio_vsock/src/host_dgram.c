@@ -5,8 +5,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
+
+#include <skiff/uds_listen.h>
 
 static const char *const suffix[] = {
 	[DGRAM_PATH_HOST] = "_dgram_",
@@ -81,35 +82,23 @@ int dgram_parse_gateway(const uint8_t *buf, size_t len, uint32_t *port, size_t *
 	return 0;
 }
 
-/* Whether someone is bound at @sa: a DGRAM connect() only succeeds then. */
-static bool bound_live(const struct sockaddr_un *sa, socklen_t len)
-{
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	bool live;
-
-	if (fd < 0)
-		return true; /* cannot tell: leave it */
-	/* Only ECONNREFUSED says nobody is there; any other failure: leave it. */
-	live = !connect(fd, (const struct sockaddr *)sa, len) || errno != ECONNREFUSED;
-	close(fd);
-	return live;
-}
-
 int dgram_bind(const struct sockaddr_un *sa, socklen_t len)
 {
 	int fd, ret, sndbuf = 4 * 65536;
-	struct stat st;
 
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)); /* best effort */
 	ret = bind(fd, (const struct sockaddr *)sa, len) ? -errno : 0;
+	/* A stale socket file from an earlier run: the device's own rule (common/uds). */
 	if (ret == -EADDRINUSE) {
-		if (lstat(sa->sun_path, &st) || !S_ISSOCK(st.st_mode))
-			ret = -ENOTSOCK;
-		else if (!bound_live(sa, len) && !unlink(sa->sun_path))
+		int clear = skiff_uds_clear_stale(sa, SOCK_DGRAM);
+
+		if (!clear)
 			ret = bind(fd, (const struct sockaddr *)sa, len) ? -errno : 0;
+		else if (clear == -ENOTSOCK)
+			ret = clear;
 	}
 	if (ret) {
 		close(fd);

@@ -31,4 +31,16 @@ int skiff_uds_addr(const char *path, struct sockaddr_un *sa);
  */
 int skiff_uds_listen(const char *path, int sock_flags, int backlog, int *out);
 
+/*
+ * skiff_uds_clear_stale() - the stale-socket rule alone, for a socket of
+ * @type (SOCK_STREAM or SOCK_DGRAM) about to be bound at @sa: nothing at the
+ * path, or a socket file whose connect(2) is refused (ECONNREFUSED: nobody
+ * bound or listening there), which is unlinked. Used by skiff_uds_listen()
+ * and by the device's datagram sockets (host_dgram.c).
+ * Return: 0 when the path is free now; -EADDRINUSE when something answers;
+ * -ENOTSOCK when the path is not a socket (left alone); -errno from lstat(2),
+ * socket(2), connect(2) failing otherwise (left alone), unlink(2).
+ */
+int skiff_uds_clear_stale(const struct sockaddr_un *sa, int type);
+
 #endif /* SKIFF_UDS_LISTEN_H */
