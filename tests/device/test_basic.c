@@ -137,7 +137,7 @@ START_TEST(t_guest_connect)
 	sim_conn_info(c, &ci);
 	ck_assert(ci.established);
 	ck_assert_uint_eq(ci.peer_port, PORT);
-	ck_assert_uint_eq(ci.peer_buf_alloc, 256u * 1024u); /* default conn_buf_size */
+	ck_assert_uint_eq(ci.peer_buf_alloc, 1024u * 1024u); /* STREAM default, DEV_DEFAULT_BUF */
 	ck_assert_int_eq(sim_send(c, "hello", 5, FX_T), 5);
 	ck_assert_int_eq(hp_read_full(fd, buf, 5, FX_T), 5);
 	ck_assert_int_eq(memcmp(buf, "hello", 5), 0);
@@ -417,6 +417,31 @@ START_TEST(t_duplicate_request)
 }
 END_TEST
 
+/*
+ * buf_alloc advertised per connection: 0 (the default) gives STREAM 1 MiB and
+ * SEQPACKET 256 KiB (DEV_DEFAULT_BUF, DEV_DEFAULT_SEQ_BUF); a configured
+ * conn_buf_size applies to both types (_i 0: STREAM, 1: SEQPACKET).
+ */
+START_TEST(t_conn_buf_size_set)
+{
+	struct fx_opts o = { .conn_buf_size = 96 * 1024 };
+	uint16_t type = _i ? VIRTIO_VSOCK_TYPE_SEQPACKET : VIRTIO_VSOCK_TYPE_STREAM;
+	struct sim_conn_info ci;
+	struct sim_conn *c;
+	struct fx fx;
+	int lfd, fd;
+
+	fx_setup(&fx, &o);
+	fd = fx_guest_connect(&fx, PORT, type, &c, &lfd);
+	sim_conn_info(c, &ci);
+	ck_assert_uint_eq(ci.peer_buf_alloc, 96u * 1024u);
+	close(fd);
+	sim_close(c, FX_T);
+	close(lfd);
+	fx_teardown(&fx);
+}
+END_TEST
+
 /* A SEQPACKET connect to a host STREAM listener (and vice versa) is refused with RST. */
 START_TEST(t_type_mismatch)
 {
@@ -439,6 +464,7 @@ END_TEST
 START_TEST(t_seqpacket)
 {
 	static const size_t sizes[] = { 1, 1000, 4096, 70000, 3 };
+	struct sim_conn_info ci;
 	struct sim_conn *c;
 	struct fx fx;
 	uint8_t *a = malloc(80000), *b = malloc(80000);
@@ -449,6 +475,8 @@ START_TEST(t_seqpacket)
 
 	fx_setup(&fx, NULL);
 	fd = fx_guest_connect(&fx, PORT, VIRTIO_VSOCK_TYPE_SEQPACKET, &c, &lfd);
+	sim_conn_info(c, &ci);
+	ck_assert_uint_eq(ci.peer_buf_alloc, 256u * 1024u); /* SEQPACKET default */
 	for (i = 0; i < 5; i++) {
 		hp_fill(&st, a, sizes[i]);
 		ck_assert_int_eq(sim_send_msg(c, a, sizes[i], i & 1, FX_T), (ssize_t)sizes[i]);
@@ -677,6 +705,7 @@ static Suite *suite(void)
 	FX_ADD(s, t_duplicate_request, 30);
 	FX_ADD_LOOP(s, t_type_mismatch, 2, 30);
 	FX_ADD(s, t_seqpacket, 30);
+	FX_ADD_LOOP(s, t_conn_buf_size_set, 2, 30);
 	FX_ADD(s, t_conn_cap, 30);
 	FX_ADD(s, t_two_devices, 30);
 	FX_ADD(s, t_notify_callback, 30);

@@ -57,6 +57,8 @@ struct conn *conn_new(const struct conn_env *env, struct pump *pump, int fd, uin
 	c->peer_port = peer_port;
 	c->refs = 1;
 	c->buf_alloc = env->buf_alloc;
+	if (type == VIRTIO_VSOCK_TYPE_SEQPACKET && env->seq_buf_alloc)
+		c->buf_alloc = env->seq_buf_alloc;
 	txbuf_init(&c->tx, c->buf_alloc, txbuf_rec_limit(c->buf_alloc));
 	host_sndbuf(fd, c->buf_alloc);
 	if (req) {
