@@ -173,8 +173,7 @@ struct conn_env {
 	struct dev_counters *ctr;
 	struct killq *kq; /* deadlines (the control thread's timerfd) */
 	uint64_t guest_cid;
-	uint32_t buf_alloc; /* STREAM: our buf_alloc, the backlog size (conn_buf_size) */
-	uint32_t seq_buf_alloc; /* the same for SEQPACKET; 0: buf_alloc */
+	uint32_t buf_alloc; /* conn_buf_size: our buf_alloc, the backlog size */
 	uint32_t rx_pkt_max; /* payload of one RX packet, at most */
 };
 

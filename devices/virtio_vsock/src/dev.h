@@ -44,18 +44,7 @@
 
 /* Defaults and limits (see README.md). */
 #define DEV_DEFAULT_MAX_CONNS 1024u
-/*
- * Default buf_alloc of a STREAM connection: the guest may have this much in
- * flight towards the host. It must cover the bandwidth-delay product of
- * the credit loop (guest sends, the control thread writes to the host
- * socket, the CREDIT_UPDATE goes back, the guest's interrupt and its
- * sender wake up): about 80 us at 5 GB/s on a 2-core machine, 400 KB, so
- * a 256 KiB window made the guest stop once per window (README.md,
- * Performance). SEQPACKET keeps 256 KiB: its backlog may also hold one
- * 8-byte record per byte of credit (txbuf_rec_limit()).
- */
-#define DEV_DEFAULT_BUF (1024u * 1024u)
-#define DEV_DEFAULT_SEQ_BUF (256u * 1024u)
+#define DEV_DEFAULT_BUF (256u * 1024u)
 #define DEV_MAX_PUMPS VSOCK_MAX_RX_THREADS
 #define DEV_TIMER_TICK_MS 250
 #define DEV_CONNECT_LINE_TIMEOUT_MS 2000 /* host client writing its CONNECT line */

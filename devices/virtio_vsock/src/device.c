@@ -172,6 +172,8 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	if (!dev->cfg.max_conns)
 		dev->cfg.max_conns = DEV_DEFAULT_MAX_CONNS;
 	atomic_init(&dev->host_fds, 0);
+	if (!dev->cfg.conn_buf_size)
+		dev->cfg.conn_buf_size = DEV_DEFAULT_BUF;
 	if (!dev->cfg.rx_pkt_max || dev->cfg.rx_pkt_max > VIRTIO_VSOCK_MAX_PKT_BUF_SIZE)
 		dev->cfg.rx_pkt_max = VIRTIO_VSOCK_MAX_PKT_BUF_SIZE;
 	if (!dev->cfg.host_wait_ms)
@@ -212,17 +214,13 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	rxq_cache_init(&dev->ctl.rx, &dev->rx);
 	rxq_cache_init(&dev->ctl.dg_rc, &dev->rx);
 	dgram_init(&dev->dg, NULL, dev->cfg.guest_cid, &dev->ctr, -1, SRC_DGRAM); /* none yet */
-	dev->cenv = (struct conn_env){
-		.ops = &dev_conn_ops,
-		.dev = dev,
-		.ctr = &dev->ctr,
-		.kq = &dev->kq,
-		.guest_cid = dev->cfg.guest_cid,
-		.buf_alloc = dev->cfg.conn_buf_size ? dev->cfg.conn_buf_size : DEV_DEFAULT_BUF,
-		.seq_buf_alloc =
-			dev->cfg.conn_buf_size ? dev->cfg.conn_buf_size : DEV_DEFAULT_SEQ_BUF,
-		.rx_pkt_max = dev->cfg.rx_pkt_max
-	};
+	dev->cenv = (struct conn_env){ .ops = &dev_conn_ops,
+				       .dev = dev,
+				       .ctr = &dev->ctr,
+				       .kq = &dev->kq,
+				       .guest_cid = dev->cfg.guest_cid,
+				       .buf_alloc = dev->cfg.conn_buf_size,
+				       .rx_pkt_max = dev->cfg.rx_pkt_max };
 #ifdef SKIFF_TEST_HOOKS
 	dev->rx.test_fault = dev->cfg.test_fault;
 	dev->rx.test_fault_port = dev->cfg.test_fault_port;

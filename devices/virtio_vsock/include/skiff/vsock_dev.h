@@ -158,10 +158,8 @@ struct vsock_dev_config {
 	uint32_t max_host_fds;
 	/*
 	 * Receive buffer the device advertises to the guest per connection
-	 * (buf_alloc), in bytes; 0 picks the defaults: 1 MiB for STREAM (the
-	 * window a 5 GB/s guest-to-host stream needs: README.md, Performance),
-	 * 256 KiB for SEQPACKET. A non-zero value applies to both. It also
-	 * bounds what the device buffers per connection for a slow host peer.
+	 * (buf_alloc), in bytes; 0 picks the default (256 KiB). It also bounds
+	 * what the device buffers per connection for a slow host peer.
 	 */
 	uint32_t conn_buf_size;
 	/*
