@@ -438,7 +438,8 @@ class Boot:
 
     def device_argv(self):
         a = self.a
-        argv = [a.skiff_vsock, "--socket", self.vu_sock, "--cid", str(GUEST_CID), "--uds", self.uds,
+        binary = a.skiff_vsock_a if self.variant == "baseline" and a.skiff_vsock_a else a.skiff_vsock
+        argv = [binary, "--socket", self.vu_sock, "--cid", str(GUEST_CID), "--uds", self.uds,
                 "--mrg-rxbuf", a.mrg_rxbuf]
         if a.rx_pkt_max and a.dev_has_rx_pkt_max:
             argv += ["--rx-pkt-max", str(a.rx_pkt_max)]
@@ -747,6 +748,8 @@ def run_in_test_host(a):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--skiff-vsock", required=True, help="skiff-vsock binary (set by build/bench/guest_ab)")
+    ap.add_argument("--skiff-vsock-a", help="skiff-vsock binary of the A side only (default: --skiff-vsock): "
+                    "old device against new, with --kernel-a and --kernel-b the same kernel")
     ap.add_argument("--skiff", default=os.environ.get("SKIFF_BIN", os.path.join(REPO, "build/vmm/skiff")),
                     help="skiff binary for --vmm skiff (set by build/bench/guest_ab; default $SKIFF_BIN, "
                          "else build/vmm/skiff)")
@@ -823,6 +826,12 @@ def main():
         print("guest_ab: FAIL: skiff-vsock was not built (device model missing in this build)")
         return 1
     dev = ("skiff", a.skiff) if skiff else ("skiff-vsock", a.skiff_vsock)
+    if a.skiff_vsock_a and skiff:
+        print("guest_ab: FAIL: --skiff-vsock-a is for --vmm uml or qemu (skiff-vsock devices)")
+        return 1
+    if a.skiff_vsock_a and not os.path.exists(a.skiff_vsock_a):
+        print(f"guest_ab: FAIL: --skiff-vsock-a missing at '{a.skiff_vsock_a}'")
+        return 1
     for what, p in (("A kernel", ka), ("B kernel", kb), dev, ("initrd", a.initrd),
                     ("guest-bench", a.guest_bench), ("guest-ab-peer", a.peer)):
         if not p or not os.path.exists(p):
@@ -837,6 +846,10 @@ def main():
         helptext = subprocess.run([a.skiff_vsock, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   text=True).stdout
         a.dev_has_rx_pkt_max = "--rx-pkt-max" in helptext
+        if a.skiff_vsock_a:
+            helptext = subprocess.run([a.skiff_vsock_a, "--help"], stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True).stdout
+            a.dev_has_rx_pkt_max = a.dev_has_rx_pkt_max and "--rx-pkt-max" in helptext
     if a.rx_pkt_max and not a.dev_has_rx_pkt_max:
         print(f"guest_ab: warning: {dev[0]} has no --rx-pkt-max; host-to-guest packets are not capped "
               f"(asked for {a.rx_pkt_max} B)", file=sys.stderr)
@@ -846,8 +859,10 @@ def main():
         "kernel_a": ka, "kernel_b": kb,
         "kernel_a_label": "--kernel-a" if a.kernel_a else "baseline",
         "kernel_b_label": "--kernel-b" if a.kernel_b else "patched", "kernel_a_sha256": sha256(ka), "kernel_b_sha256": sha256(kb),
-        "comparison": "A/A: both kernels are the same file contents" if same
-        else "A/B: the kernels differ (patched = baseline + guest-kernel-patches/series)",
+        "comparison": ("A/B: the same kernel, the devices differ (A: --skiff-vsock-a)" if same and a.skiff_vsock_a
+                       else "A/A: both kernels are the same file contents" if same
+                       else "A/B: the kernels differ (patched = baseline + guest-kernel-patches/series)"),
+        "skiff_vsock_a": a.skiff_vsock_a or a.skiff_vsock, "skiff_vsock_b": a.skiff_vsock,
         "identical_kernels": same, "series": series_list(), "pairs": a.pairs, "quick": a.quick,
         "vmm": a.vmm, "smp": a.smp, "reader_cpu": a.reader_cpu, "irq_cpu": a.irq_cpu, "mrg_rxbuf": a.mrg_rxbuf, "rx_pkt_max_requested": a.rx_pkt_max,
         "rx_pkt_max_applied": (a.rx_pkt_max or "none") if a.dev_has_rx_pkt_max else f"unsupported by {dev[0]}",

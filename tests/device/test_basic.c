@@ -417,6 +417,38 @@ START_TEST(t_duplicate_request)
 }
 END_TEST
 
+/*
+ * A configured conn_buf_size is the buf_alloc of both types (_i 0: STREAM,
+ * 1: SEQPACKET). 1 MiB is 4 times the guest's own buffer (256 KiB): a Linux
+ * guest sends at most min(ours, its own) unacknowledged
+ * (virtio_transport_tx_buf_size(); the driver's tx_cap_own_buf), so the
+ * device must tell the credit as that window fills, not ours. It used to
+ * wait for half of its own 1 MiB, and the stream stopped after 256 KiB.
+ */
+START_TEST(t_conn_buf_size_set)
+{
+	struct fx_opts o = { .conn_buf_size = 1024 * 1024, .drv.tx_cap_own_buf = true };
+	uint16_t type = _i ? VIRTIO_VSOCK_TYPE_SEQPACKET : VIRTIO_VSOCK_TYPE_STREAM;
+	struct sim_conn_info ci;
+	struct sim_conn *c;
+	struct fx fx;
+	int lfd, fd;
+
+	fx_setup(&fx, &o);
+	fd = fx_guest_connect(&fx, PORT, type, &c, &lfd);
+	sim_conn_info(c, &ci);
+	ck_assert_uint_eq(ci.peer_buf_alloc, 1024u * 1024u);
+	if (type == VIRTIO_VSOCK_TYPE_STREAM) {
+		fx_xfer_g2h(fd, c, 4 << 20, 5);
+		fx_xfer_h2g(fd, c, 1 << 20, 6);
+	}
+	close(fd);
+	sim_close(c, FX_T);
+	close(lfd);
+	fx_teardown(&fx);
+}
+END_TEST
+
 /* A SEQPACKET connect to a host STREAM listener (and vice versa) is refused with RST. */
 START_TEST(t_type_mismatch)
 {
@@ -439,6 +471,7 @@ END_TEST
 START_TEST(t_seqpacket)
 {
 	static const size_t sizes[] = { 1, 1000, 4096, 70000, 3 };
+	struct sim_conn_info ci;
 	struct sim_conn *c;
 	struct fx fx;
 	uint8_t *a = malloc(80000), *b = malloc(80000);
@@ -449,6 +482,8 @@ START_TEST(t_seqpacket)
 
 	fx_setup(&fx, NULL);
 	fd = fx_guest_connect(&fx, PORT, VIRTIO_VSOCK_TYPE_SEQPACKET, &c, &lfd);
+	sim_conn_info(c, &ci);
+	ck_assert_uint_eq(ci.peer_buf_alloc, 256u * 1024u); /* default conn_buf_size */
 	for (i = 0; i < 5; i++) {
 		hp_fill(&st, a, sizes[i]);
 		ck_assert_int_eq(sim_send_msg(c, a, sizes[i], i & 1, FX_T), (ssize_t)sizes[i]);
@@ -677,6 +712,7 @@ static Suite *suite(void)
 	FX_ADD(s, t_duplicate_request, 30);
 	FX_ADD_LOOP(s, t_type_mismatch, 2, 30);
 	FX_ADD(s, t_seqpacket, 30);
+	FX_ADD_LOOP(s, t_conn_buf_size_set, 2, 30);
 	FX_ADD(s, t_conn_cap, 30);
 	FX_ADD(s, t_two_devices, 30);
 	FX_ADD(s, t_notify_callback, 30);

@@ -6,7 +6,11 @@
  *
  * Credit, as Linux does it: every packet we send carries our buf_alloc and
  * fwd_cnt (bytes the application consumed). We may send
- * peer_buf_alloc - (tx_cnt - peer_fwd_cnt) bytes. After consuming, we send a
+ * peer_buf_alloc - (tx_cnt - peer_fwd_cnt) bytes; with tx_cap_own_buf, as
+ * the 6.1 kernel our guests run (Debian's 6.1.192,
+ * virtio_transport_tx_buf_size()), min(peer_buf_alloc, buf_alloc) - (...):
+ * a device advertising more than the guest's buffer then never has more
+ * than that in flight. After consuming, we send a
  * CREDIT_UPDATE once the space we have not yet advertised would leave the
  * peer less than one maximum packet (virtio_transport_stream_do_dequeue).
  * The check on the device: a RW packet that makes rx_cnt - fwd_cnt_we_sent
@@ -557,7 +561,7 @@ static ssize_t do_send(struct sim_conn *c, const void *buf, size_t len, bool seq
 	pthread_mutex_lock(&drv->lock);
 	while (sent < len || (seq && !len && !sent)) {
 		struct virtio_vsock_hdr hdr;
-		uint32_t credit, n;
+		uint32_t window, credit, n;
 		unsigned int need;
 
 		if (c->reset) {
@@ -569,8 +573,11 @@ static ssize_t do_send(struct sim_conn *c, const void *buf, size_t len, bool seq
 			rc = -EPIPE;
 			break;
 		}
-		credit = c->peer_buf_alloc - (c->tx_cnt - c->peer_fwd_cnt);
-		if (credit > c->peer_buf_alloc)
+		window = c->peer_buf_alloc;
+		if (drv->cfg.tx_cap_own_buf && c->buf_alloc < window)
+			window = c->buf_alloc;
+		credit = window - (c->tx_cnt - c->peer_fwd_cnt);
+		if (credit > window)
 			credit = 0;
 		n = len - sent < credit ? (uint32_t)(len - sent) : credit;
 		if (n > drv->cfg.tx_pkt_max)

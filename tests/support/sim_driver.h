@@ -119,6 +119,16 @@ struct sim_drv_config {
 	 * into the previous skb; this driver never does, so it is the stricter).
 	 */
 	uint32_t rx_pkt_overhead;
+	/*
+	 * Send at most min(peer's buf_alloc, our own) unacknowledged, as the
+	 * 6.1 kernel our guests run does (Debian's 6.1.192,
+	 * virtio_transport_tx_buf_size()). Default (false): the peer's
+	 * buf_alloc alone, as 6.1.0 did. Not modelled yet with it: that
+	 * kernel's second credit rule (a CREDIT_UPDATE whenever a read leaves
+	 * fewer than SO_RCVLOWAT bytes queued), without which two such drivers
+	 * can stall each other.
+	 */
+	bool tx_cap_own_buf;
 };
 
 /* Driver-side statistics, monotonic since create. */

@@ -8,6 +8,7 @@
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -63,7 +64,7 @@ START_TEST(one_vm)
 	struct run_opts o;
 
 	ck_assert_int_eq(parse(&o, "--kernel", "k", "--mem", "64M", "--cpus", "2", "--vsock",
-			       "cid=3,uds=/tmp/a.sock,mrg-rxbuf=on", "--console", "none"),
+			       "cid=3,uds=a.sock,mrg-rxbuf=on", "--console", "none"),
 			 0);
 	ck_assert_str_eq(err_text, "");
 	ck_assert_uint_eq(o.nr_vms, 1);
@@ -72,7 +73,7 @@ START_TEST(one_vm)
 	ck_assert_uint_eq(o.vms[0].cpus, 2);
 	ck_assert(o.vms[0].vsock_set && o.vms[0].vsock.mrg_rxbuf && !o.vms[0].vsock.dgram);
 	ck_assert_uint_eq(o.vms[0].vsock.cid, 3);
-	ck_assert_str_eq(o.vms[0].vsock.uds, "/tmp/a.sock");
+	ck_assert_str_eq(o.vms[0].vsock.uds, "a.sock");
 	ck_assert_int_eq(o.vms[0].console, SKIFF_CONSOLE_NONE);
 	ck_assert_int_eq(o.seccomp, SANDBOX_KILL);
 	run_opts_free(&o);
@@ -87,15 +88,13 @@ START_TEST(one_vm)
 	ck_assert_uint_eq(o.nr_vms, 1);
 	run_opts_free(&o);
 	/* datagrams: on, off, nothing else */
-	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=/tmp/a.sock,dgram=on"),
-			 0);
+	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock,dgram=on"), 0);
 	ck_assert(o.vms[0].vsock.dgram && !o.vms[0].vsock.mrg_rxbuf);
 	run_opts_free(&o);
-	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=/tmp/a.sock,dgram=off"),
-			 0);
+	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock,dgram=off"), 0);
 	ck_assert(!o.vms[0].vsock.dgram);
 	run_opts_free(&o);
-	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=/tmp/a.sock,dgram=yes"),
+	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock,dgram=yes"),
 			 -EINVAL);
 	has("bad --vsock dgram 'yes'");
 	has("give on or off");
@@ -108,11 +107,10 @@ START_TEST(two_vms)
 {
 	struct run_opts o;
 
-	ck_assert_int_eq(parse(&o, "--kernel", "a", "--vsock", "cid=3,uds=/tmp/a.sock", "--mem",
-			       "64M", "--cmdline", "one", "--vm", "--tiny-guest", "--kernel", "b",
-			       "--vsock", "cid=4,uds=/tmp/b.sock,mrg-rxbuf=on", "--console",
-			       "file:/tmp/b.log", "--cpus", "2", "--seccomp", "log", "--initrd",
-			       "i"),
+	ck_assert_int_eq(parse(&o, "--kernel", "a", "--vsock", "cid=3,uds=a.sock", "--mem", "64M",
+			       "--cmdline", "one", "--vm", "--tiny-guest", "--kernel", "b",
+			       "--vsock", "cid=4,uds=b.sock,mrg-rxbuf=on", "--console",
+			       "file:b.log", "--cpus", "2", "--seccomp", "log", "--initrd", "i"),
 			 0);
 	ck_assert_str_eq(err_text, "");
 	ck_assert_uint_eq(o.nr_vms, 2);
@@ -129,9 +127,9 @@ START_TEST(two_vms)
 	ck_assert_str_eq(o.vms[1].initrd, "i");
 	ck_assert_uint_eq(o.vms[1].cpus, 2);
 	ck_assert_uint_eq(o.vms[1].vsock.cid, 4);
-	ck_assert_str_eq(o.vms[1].vsock.uds, "/tmp/b.sock");
+	ck_assert_str_eq(o.vms[1].vsock.uds, "b.sock");
 	ck_assert_int_eq(o.vms[1].console, SKIFF_CONSOLE_FILE);
-	ck_assert_str_eq(o.vms[1].console_path, "/tmp/b.log");
+	ck_assert_str_eq(o.vms[1].console_path, "b.log");
 	ck_assert_int_eq(o.seccomp, SANDBOX_LOG);
 	run_opts_free(&o);
 	/* three VMs, each after its own --vm; --seccomp before the first */
@@ -178,9 +176,9 @@ START_TEST(once_per_vm)
 	    "the next VM's options)");
 	one_line();
 	run_opts_free(&o);
-	ck_assert_int_eq(parse(&o, "--kernel", "a", "--vsock", "cid=3,uds=/tmp/a", "--vsock",
-			       "cid=4,uds=/tmp/b"),
-			 -EINVAL);
+	ck_assert_int_eq(
+		parse(&o, "--kernel", "a", "--vsock", "cid=3,uds=a", "--vsock", "cid=4,uds=b"),
+		-EINVAL);
 	has("a VM has one vsock device: give --vsock once per VM");
 	run_opts_free(&o);
 	ck_assert_int_eq(parse(&o, "--seccomp", "off", "--kernel", "a", "--console", "none", "--vm",
@@ -219,7 +217,7 @@ START_TEST(vm_separator_errors)
 	has("skiff: no kernel given");
 	run_opts_free(&o);
 	/* "--v" could be --vsock or --vm */
-	ck_assert_int_eq(parse(&o, "--kernel", "a", "--v", "cid=3,uds=/tmp/a"), -EINVAL);
+	ck_assert_int_eq(parse(&o, "--kernel", "a", "--v", "cid=3,uds=a"), -EINVAL);
 	has("option '--v' is ambiguous; it could be --vsock --vm");
 	run_opts_free(&o);
 	/* an argument that is no option ends the options: refused, not skipped */
@@ -234,17 +232,17 @@ START_TEST(clashes_between_vms)
 {
 	struct run_opts o;
 
-	ck_assert_int_eq(parse(&o, "--kernel", "a", "--vsock", "cid=3,uds=/tmp/a", "--vm",
-			       "--kernel", "b", "--console", "none", "--vsock", "cid=3,uds=/tmp/b"),
+	ck_assert_int_eq(parse(&o, "--kernel", "a", "--vsock", "cid=3,uds=a", "--vm", "--kernel",
+			       "b", "--console", "none", "--vsock", "cid=3,uds=b"),
 			 -EINVAL);
 	has("skiff: VM 1 and VM 2 both have vsock cid=3; the VMs of one skiff process reach "
 	    "each other by CID: give each its own");
 	one_line();
 	run_opts_free(&o);
-	ck_assert_int_eq(parse(&o, "--kernel", "a", "--vsock", "cid=3,uds=/tmp/a", "--vm",
-			       "--kernel", "b", "--console", "none", "--vsock", "cid=4,uds=/tmp/a"),
+	ck_assert_int_eq(parse(&o, "--kernel", "a", "--vsock", "cid=3,uds=a", "--vm", "--kernel",
+			       "b", "--console", "none", "--vsock", "cid=4,uds=a"),
 			 -EINVAL);
-	has("skiff: VM 1 and VM 2 both have vsock uds=/tmp/a; give each VM its own socket path");
+	has("skiff: VM 1 and VM 2 both have vsock uds=a; give each VM its own socket path");
 	one_line();
 	run_opts_free(&o);
 	/* the default console of both is stdio */
@@ -254,10 +252,10 @@ START_TEST(clashes_between_vms)
 	one_line();
 	run_opts_free(&o);
 	ck_assert_int_eq(parse(&o, "--kernel", "a", "--console", "none", "--vm", "--kernel", "b",
-			       "--console", "file:/tmp/c.log", "--vm", "--kernel", "c", "--console",
-			       "file:/tmp/c.log"),
+			       "--console", "file:c.log", "--vm", "--kernel", "c", "--console",
+			       "file:c.log"),
 			 -EINVAL);
-	has("skiff: VM 2 and VM 3 both write their console to '/tmp/c.log'");
+	has("skiff: VM 2 and VM 3 both write their console to 'c.log'");
 	run_opts_free(&o);
 	/* two consoles "none" and VMs without vsock are fine */
 	ck_assert_int_eq(parse(&o, "--kernel", "a", "--console", "none", "--vm", "--kernel", "b",
@@ -292,10 +290,23 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("vmm_cli_parse");
-	TCase *tc = tcase_create("parse");
+	char dir[] = "/tmp/skiff-cli-parse-XXXXXX";
 	SRunner *sr;
+	TCase *tc;
+	Suite *s;
 	int failed;
+
+	/*
+	 * The paths in the tests are relative, in a directory of our own: the
+	 * parser checks them (a regular file where a socket goes is refused),
+	 * so names under /tmp could meet another program's files.
+	 */
+	if (!mkdtemp(dir) || chdir(dir)) {
+		perror("test_cli_parse: private directory");
+		return 1;
+	}
+	s = suite_create("vmm_cli_parse");
+	tc = tcase_create("parse");
 
 	tcase_add_test(tc, one_vm);
 	tcase_add_test(tc, two_vms);
@@ -310,5 +321,6 @@ int main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	rmdir(dir);
 	return failed ? 1 : 0;
 }

@@ -193,14 +193,22 @@ void conn_schedule(struct conn *c)
 static void maybe_credit(struct conn *c, bool now)
 {
 	uint32_t untold = c->g2h_fwd - c->g2h_fwd_told;
-	uint32_t view_free = c->buf_alloc - (c->g2h_recv - c->g2h_fwd_told);
 	/*
-	 * Tell the guest once its view of our free space drops below half the
-	 * buffer, so that it never stalls while one update is in flight; with
-	 * a buffer under two packets (128 KiB), after every delivery.
+	 * The guest's window: Linux (6.1.192, virtio_transport_tx_buf_size())
+	 * sends at most min(our buf_alloc, its own buf_alloc) unacknowledged,
+	 * so a larger buf_alloc of ours is never filled; waiting for it to
+	 * half fill would stall the guest for good.
 	 */
-	uint32_t low =
-		c->buf_alloc >= 2 * VIRTIO_VSOCK_MAX_PKT_BUF_SIZE ? c->buf_alloc / 2 : c->buf_alloc;
+	uint32_t win = c->peer_buf_alloc && c->peer_buf_alloc < c->buf_alloc ? c->peer_buf_alloc :
+									       c->buf_alloc;
+	uint32_t in_view = c->g2h_recv - c->g2h_fwd_told;
+	uint32_t view_free = in_view < win ? win - in_view : 0;
+	/*
+	 * Tell the guest once its view of the window's free space drops below
+	 * half, so that it never stalls while one update is in flight; with a
+	 * window under two packets (128 KiB), after every delivery.
+	 */
+	uint32_t low = win >= 2 * VIRTIO_VSOCK_MAX_PKT_BUF_SIZE ? win / 2 : win;
 
 	if (!untold || c->state != CONN_ESTABLISHED || (c->pending & PEND_CREDIT))
 		return;
