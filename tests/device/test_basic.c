@@ -421,13 +421,13 @@ END_TEST
  * A configured conn_buf_size is the buf_alloc of both types (_i 0: STREAM,
  * 1: SEQPACKET). 1 MiB is 4 times the guest's own buffer (256 KiB): a Linux
  * guest sends at most min(ours, its own) unacknowledged
- * (virtio_transport_tx_buf_size(); the driver's tx_cap_own_buf), so the
+ * (virtio_transport_tx_buf_size(), as the simulated driver does), so the
  * device must tell the credit as that window fills, not ours. It used to
  * wait for half of its own 1 MiB, and the stream stopped after 256 KiB.
  */
 START_TEST(t_conn_buf_size_set)
 {
-	struct fx_opts o = { .conn_buf_size = 1024 * 1024, .drv.tx_cap_own_buf = true };
+	struct fx_opts o = { .conn_buf_size = 1024 * 1024 };
 	uint16_t type = _i ? VIRTIO_VSOCK_TYPE_SEQPACKET : VIRTIO_VSOCK_TYPE_STREAM;
 	struct sim_conn_info ci;
 	struct sim_conn *c;

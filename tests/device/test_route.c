@@ -380,10 +380,11 @@ END_TEST
  */
 START_TEST(t_forward_cap)
 {
-	struct fx_opts oa = { 0 }, ob = { .drv.buf_alloc = 8u << 20,
-					  .drv.no_rx_refill = true,
-					  .drv.rx_start_empty = true,
-					  .drv.rx_bufs = 64 };
+	/* A's own 8 MiB too: a Linux sender's window is min(peer's, its own). */
+	struct fx_opts oa = { .drv.buf_alloc = 8u << 20 }, ob = { .drv.buf_alloc = 8u << 20,
+								  .drv.no_rx_refill = true,
+								  .drv.rx_start_empty = true,
+								  .drv.rx_bufs = 64 };
 	const size_t len = 4u << 20;
 	struct mover s = { .len = len }, r = { .len = len };
 	struct vsock_dev_counters c0, c1;

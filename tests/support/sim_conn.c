@@ -6,13 +6,14 @@
  *
  * Credit, as Linux does it: every packet we send carries our buf_alloc and
  * fwd_cnt (bytes the application consumed). We may send
- * peer_buf_alloc - (tx_cnt - peer_fwd_cnt) bytes; with tx_cap_own_buf, as
- * the 6.1 kernel our guests run (Debian's 6.1.192,
- * virtio_transport_tx_buf_size()), min(peer_buf_alloc, buf_alloc) - (...):
- * a device advertising more than the guest's buffer then never has more
- * than that in flight. After consuming, we send a
- * CREDIT_UPDATE once the space we have not yet advertised would leave the
- * peer less than one maximum packet (virtio_transport_stream_do_dequeue).
+ * min(peer_buf_alloc, buf_alloc) - (tx_cnt - peer_fwd_cnt) bytes
+ * (virtio_transport_tx_buf_size() of 6.1.192): a device advertising more
+ * than the guest's buffer never has more than that in flight. After a
+ * read, we send a CREDIT_UPDATE once the space we have not yet advertised
+ * would leave the peer less than one maximum packet, or the read left the
+ * queue empty (virtio_transport_stream_do_dequeue()); SEQPACKET: after
+ * every message. sim_drv_config.credit_6_1_0 restores 6.1.0's rules (the
+ * peer's buf_alloc alone; the free-space rule alone).
  * The check on the device: a RW packet that makes rx_cnt - fwd_cnt_we_sent
  * exceed buf_alloc is a credit violation (the device cannot know a newer
  * fwd_cnt than the last one we published). Like Linux we take buf_alloc and
@@ -154,6 +155,33 @@ static void conn_consumed(struct sim_conn *c, uint32_t n)
 		conn_ctl(c, VIRTIO_VSOCK_OP_CREDIT_UPDATE, 0);
 }
 
+/*
+ * The end of one read of @c (6.1.192 rules): a STREAM read that left the
+ * queue empty, with consumed bytes not yet reported, sends a CREDIT_UPDATE
+ * (rx_bytes < SO_RCVLOWAT in virtio_transport_stream_do_dequeue()); a
+ * SEQPACKET message read always does (virtio_transport_seqpacket_do_dequeue()).
+ */
+static void conn_read_end(struct sim_conn *c)
+{
+	if (c->drv->cfg.credit_6_1_0 || c->reset || c->done || !c->in_table)
+		return;
+	if (c->type == VIRTIO_VSOCK_TYPE_SEQPACKET ||
+	    (!c->ring_len && c->fwd_cnt != c->adv_fwd_cnt))
+		conn_ctl(c, VIRTIO_VSOCK_OP_CREDIT_UPDATE, 0);
+}
+
+void sim__sink_read_ends(struct sim_drv *drv)
+{
+	struct sim_conn *c;
+
+	for (c = drv->conns; c; c = c->next) {
+		if (!c->sink_read)
+			continue;
+		c->sink_read = false;
+		conn_read_end(c);
+	}
+}
+
 static void ring_put(struct sim_conn *c, const struct iovec *iov, int iovcnt)
 {
 	int i;
@@ -249,6 +277,7 @@ static void conn_rw(struct sim_conn *c, const struct virtio_vsock_hdr *hdr, cons
 		c->rx_cnt += len;
 		c->sink(c->sink_opaque, iov, iovcnt, len, hdr->flags);
 		conn_consumed(c, len);
+		c->sink_read = true;
 		return;
 	}
 	if (drv->cfg.rx_pkt_overhead && len &&
@@ -574,7 +603,7 @@ static ssize_t do_send(struct sim_conn *c, const void *buf, size_t len, bool seq
 			break;
 		}
 		window = c->peer_buf_alloc;
-		if (drv->cfg.tx_cap_own_buf && c->buf_alloc < window)
+		if (!drv->cfg.credit_6_1_0 && c->buf_alloc < window)
 			window = c->buf_alloc;
 		credit = window - (c->tx_cnt - c->peer_fwd_cnt);
 		if (credit > window)
@@ -647,6 +676,7 @@ ssize_t sim_recv(struct sim_conn *c, void *buf, size_t cap, int timeout_ms)
 	n = cap < c->ring_len ? (uint32_t)cap : c->ring_len;
 	ring_get(c, buf, n);
 	conn_consumed(c, n);
+	conn_read_end(c);
 	rc = n;
 out:
 	pthread_mutex_unlock(&drv->lock);
@@ -685,6 +715,7 @@ ssize_t sim_recv_msg(struct sim_conn *c, void *buf, size_t cap, uint32_t *flags,
 	ring_get(c, buf, n);
 	ring_get(c, NULL, mlen - n);
 	conn_consumed(c, mlen);
+	conn_read_end(c);
 	rc = mlen;
 out:
 	pthread_mutex_unlock(&drv->lock);

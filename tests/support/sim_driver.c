@@ -1007,6 +1007,8 @@ static unsigned int rx_process(struct sim_drv *drv)
 			vq_kick(drv, vq);
 		}
 	}
+	if (done)
+		sim__sink_read_ends(drv);
 	return done;
 }
 

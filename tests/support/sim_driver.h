@@ -120,15 +120,23 @@ struct sim_drv_config {
 	 */
 	uint32_t rx_pkt_overhead;
 	/*
-	 * Send at most min(peer's buf_alloc, our own) unacknowledged, as the
-	 * 6.1 kernel our guests run does (Debian's 6.1.192,
-	 * virtio_transport_tx_buf_size()). Default (false): the peer's
-	 * buf_alloc alone, as 6.1.0 did. Not modelled yet with it: that
-	 * kernel's second credit rule (a CREDIT_UPDATE whenever a read leaves
-	 * fewer than SO_RCVLOWAT bytes queued), without which two such drivers
-	 * can stall each other.
+	 * Credit rules. Default (false): those of the 6.1 kernel our guests
+	 * run (Debian's 6.1.192, net/vmw_vsock/virtio_transport_common.c):
+	 *   - send at most min(peer's buf_alloc, our own) unacknowledged
+	 *     (virtio_transport_tx_buf_size());
+	 *   - STREAM: after a read, a CREDIT_UPDATE when unreported bytes were
+	 *     consumed and our free space is under 64 KiB or the read left
+	 *     fewer than SO_RCVLOWAT (1) bytes queued
+	 *     (virtio_transport_stream_do_dequeue()); with a sink, each pass
+	 *     over the RX queue counts as one read (a reader woken per
+	 *     interrupt that takes what is queued);
+	 *   - SEQPACKET: a CREDIT_UPDATE after every message read
+	 *     (virtio_transport_seqpacket_do_dequeue()).
+	 * True: 6.1.0's, which the benchmarks and tests used before 2 Dec
+	 * 2026: the window is the peer's buf_alloc alone, and a CREDIT_UPDATE
+	 * goes only when the free space falls under 64 KiB.
 	 */
-	bool tx_cap_own_buf;
+	bool credit_6_1_0;
 };
 
 /* Driver-side statistics, monotonic since create. */

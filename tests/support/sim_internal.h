@@ -107,6 +107,7 @@ struct sim_conn {
 	unsigned int pkts_cap, pkts_head, npkts, npkts_max;
 	sim_sink_fn sink;
 	void *sink_opaque;
+	bool sink_read; /* the sink consumed since the last sim__sink_read_ends() */
 	uint64_t credit_updates_rx;
 };
 
@@ -194,6 +195,8 @@ void sim__dgram_rx(struct sim_drv *drv, const struct virtio_vsock_hdr *hdr, cons
 void sim__dispatch(struct sim_drv *drv, const struct virtio_vsock_hdr *hdr, const struct iovec *iov,
 		   int iovcnt, uint32_t len);
 void sim__reset_all_conns(struct sim_drv *drv);
+/* sim__sink_read_ends() - one read ended for every connection a sink consumed on (6.1.192 credit). */
+void sim__sink_read_ends(struct sim_drv *drv);
 void sim__free_all_conns(struct sim_drv *drv);
 
 #endif /* SKIFF_SIM_INTERNAL_H */
