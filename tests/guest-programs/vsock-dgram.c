@@ -123,6 +123,15 @@ static int wait_in_ms(int fd, int ms)
  * Receive one datagram (waiting up to @ms) of @want bytes equal to @buf, from
  * (@cid, @src_port).
  */
+/*
+ * A datagram received early and kept for the next expect_from_addr() (peer
+ * mode: the other guest's first datagram can come before the host's GO).
+ */
+static char stash_buf[MAX_DGRAM + 1];
+static ssize_t stash_len = -1;
+static struct sockaddr_vm stash_from;
+static socklen_t stash_flen;
+
 static int expect_from_addr(int fd, const void *buf, size_t want, unsigned int cid,
 			    unsigned int src_port, int ms)
 {
@@ -131,12 +140,21 @@ static int expect_from_addr(int fd, const void *buf, size_t want, unsigned int c
 	socklen_t flen = sizeof(from);
 	ssize_t n;
 
+	if (stash_len >= 0) {
+		n = stash_len;
+		memcpy(rbuf, stash_buf, (size_t)n);
+		from = stash_from;
+		flen = stash_flen;
+		stash_len = -1;
+		goto check;
+	}
 	if (!wait_in_ms(fd, ms)) {
 		fail("no datagram of %zu bytes within %d ms", want, ms);
 		return -1;
 	}
 	memset(&from, 0, sizeof(from));
 	n = recvfrom(fd, rbuf, sizeof(rbuf), MSG_DONTWAIT, (struct sockaddr *)&from, &flen);
+check:
 	if (n < 0) {
 		fail("recvfrom");
 		return -1;
@@ -840,6 +858,44 @@ static int dev_round(int fd, unsigned int peer, unsigned int n, uint64_t seed, i
 	return 0;
 }
 
+/*
+ * The host's GO (seed 2001, 2 bytes, from (2, @port)). The host tells both
+ * guests, in either order, so the other guest's first datagram of round 1
+ * may come first: it is kept (one at most: round 1's sender waits for its
+ * echo) for the round's first dev_expect().
+ */
+static int dev_await_go(int fd, unsigned int port, unsigned int peer)
+{
+	ssize_t kept;
+	int ret;
+
+	for (;;) {
+		struct sockaddr_vm from;
+		socklen_t flen = sizeof(from);
+		ssize_t n;
+
+		if (!wait_in_ms(fd, E2E_WAIT_MS))
+			break;
+		memset(&from, 0, sizeof(from));
+		n = recvfrom(fd, stash_buf, sizeof(stash_buf), MSG_DONTWAIT | MSG_PEEK,
+			     (struct sockaddr *)&from, &flen);
+		if (n < 0 || stash_len >= 0 || from.svm_cid != peer)
+			break; /* the host's, or an error: dev_expect() judges it */
+		stash_flen = sizeof(stash_from);
+		stash_len = recvfrom(fd, stash_buf, sizeof(stash_buf), MSG_DONTWAIT,
+				     (struct sockaddr *)&stash_from, &stash_flen);
+		if (stash_len < 0) {
+			fail("recvfrom");
+			return -1;
+		}
+	}
+	kept = stash_len; /* not the GO: keep it out of this dev_expect() */
+	stash_len = -1;
+	ret = dev_expect(fd, HOST_CID, port, 2001, 2);
+	stash_len = kept;
+	return ret;
+}
+
 /* vsock-dgram peer P PEER_CID N a|b MRG ONE_RX */
 static int dev_peer(char **arg)
 {
@@ -856,7 +912,7 @@ static int dev_peer(char **arg)
 	fd = dgram_bound(E2E_PORT);
 	if (fd < 0)
 		return dev_end();
-	if (dev_send(fd, HOST_CID, port, 2000, 5) || dev_expect(fd, HOST_CID, port, 2001, 2))
+	if (dev_send(fd, HOST_CID, port, 2000, 5) || dev_await_go(fd, port, peer))
 		goto out;
 	printf("DGRAM-CASE ready ok\n");
 	cur_case = "g2g";
