@@ -119,60 +119,76 @@ static int wait_in_ms(int fd, int ms)
 	return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
 }
 
-/*
- * Receive one datagram (waiting up to @ms) of @want bytes equal to @buf, from
- * (@cid, @src_port).
- */
+/* One received datagram and its sender. */
+struct rx_dgram {
+	char buf[MAX_DGRAM + 1];
+	ssize_t n; /* -1: none */
+	struct sockaddr_vm from;
+	socklen_t flen;
+};
+
 /*
  * A datagram received early and kept for the next expect_from_addr() (peer
  * mode: the other guest's first datagram can come before the host's GO).
  */
-static char stash_buf[MAX_DGRAM + 1];
-static ssize_t stash_len = -1;
-static struct sockaddr_vm stash_from;
-static socklen_t stash_flen;
+static struct rx_dgram stash = { .n = -1 };
 
-static int expect_from_addr(int fd, const void *buf, size_t want, unsigned int cid,
-			    unsigned int src_port, int ms)
+/* Receive one datagram into @d, waiting up to @ms. Return: 0, or -1 (failure printed). */
+static int recv_dgram(int fd, struct rx_dgram *d, size_t want, int ms)
 {
-	static char rbuf[MAX_DGRAM + 1];
-	struct sockaddr_vm from;
-	socklen_t flen = sizeof(from);
-	ssize_t n;
-
-	if (stash_len >= 0) {
-		n = stash_len;
-		memcpy(rbuf, stash_buf, (size_t)n);
-		from = stash_from;
-		flen = stash_flen;
-		stash_len = -1;
-		goto check;
-	}
 	if (!wait_in_ms(fd, ms)) {
 		fail("no datagram of %zu bytes within %d ms", want, ms);
 		return -1;
 	}
-	memset(&from, 0, sizeof(from));
-	n = recvfrom(fd, rbuf, sizeof(rbuf), MSG_DONTWAIT, (struct sockaddr *)&from, &flen);
-check:
-	if (n < 0) {
+	memset(&d->from, 0, sizeof(d->from));
+	d->flen = sizeof(d->from);
+	d->n = recvfrom(fd, d->buf, sizeof(d->buf), MSG_DONTWAIT, (struct sockaddr *)&d->from,
+			&d->flen);
+	if (d->n < 0) {
 		fail("recvfrom");
 		return -1;
 	}
-	if ((size_t)n != want || memcmp(rbuf, buf, want)) {
-		fail("got %zd bytes (fnv %016llx), want %zu (fnv %016llx)", n,
-		     (unsigned long long)skiff_fnv1a(SKIFF_FNV_INIT, (const uint8_t *)rbuf,
-						     n > 0 ? (size_t)n : 0),
+	return 0;
+}
+
+/* Whether @d is @want bytes equal to @buf from (@cid, @src_port). Return: 0, or -1 (printed). */
+static int check_dgram(const struct rx_dgram *d, const void *buf, size_t want, unsigned int cid,
+		       unsigned int src_port)
+{
+	if ((size_t)d->n != want || memcmp(d->buf, buf, want)) {
+		fail("got %zd bytes (fnv %016llx), want %zu (fnv %016llx)", d->n,
+		     (unsigned long long)skiff_fnv1a(SKIFF_FNV_INIT, (const uint8_t *)d->buf,
+						     (size_t)d->n),
 		     want, (unsigned long long)skiff_fnv1a(SKIFF_FNV_INIT, buf, want));
 		return -1;
 	}
-	if (flen != sizeof(from) || from.svm_family != AF_VSOCK || from.svm_cid != cid ||
-	    from.svm_port != src_port) {
-		fail("sender address len %u family %u cid %u port %u, want cid %u port %u", flen,
-		     from.svm_family, from.svm_cid, from.svm_port, cid, src_port);
+	if (d->flen != sizeof(d->from) || d->from.svm_family != AF_VSOCK ||
+	    d->from.svm_cid != cid || d->from.svm_port != src_port) {
+		fail("sender address len %u family %u cid %u port %u, want cid %u port %u", d->flen,
+		     d->from.svm_family, d->from.svm_cid, d->from.svm_port, cid, src_port);
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * Receive one datagram (waiting up to @ms; the stashed one first, if any) of
+ * @want bytes equal to @buf, from (@cid, @src_port).
+ */
+static int expect_from_addr(int fd, const void *buf, size_t want, unsigned int cid,
+			    unsigned int src_port, int ms)
+{
+	static struct rx_dgram d;
+	int ret;
+
+	if (stash.n >= 0) {
+		ret = check_dgram(&stash, buf, want, cid, src_port);
+		stash.n = -1;
+		return ret;
+	}
+	if (recv_dgram(fd, &d, want, ms))
+		return -1;
+	return check_dgram(&d, buf, want, cid, src_port);
 }
 
 /* Wait up to 2 s for a datagram on @fd. */
@@ -866,34 +882,22 @@ static int dev_round(int fd, unsigned int peer, unsigned int n, uint64_t seed, i
  */
 static int dev_await_go(int fd, unsigned int port, unsigned int peer)
 {
-	ssize_t kept;
-	int ret;
+	static struct rx_dgram d;
+	uint8_t go[2];
 
+	skiff_pattern_fill(go, sizeof(go), 2001, 0);
 	for (;;) {
-		struct sockaddr_vm from;
-		socklen_t flen = sizeof(from);
-		ssize_t n;
-
-		if (!wait_in_ms(fd, E2E_WAIT_MS))
-			break;
-		memset(&from, 0, sizeof(from));
-		n = recvfrom(fd, stash_buf, sizeof(stash_buf), MSG_DONTWAIT | MSG_PEEK,
-			     (struct sockaddr *)&from, &flen);
-		if (n < 0 || stash_len >= 0 || from.svm_cid != peer)
-			break; /* the host's, or an error: dev_expect() judges it */
-		stash_flen = sizeof(stash_from);
-		stash_len = recvfrom(fd, stash_buf, sizeof(stash_buf), MSG_DONTWAIT,
-				     (struct sockaddr *)&stash_from, &stash_flen);
-		if (stash_len < 0) {
-			fail("recvfrom");
+		if (recv_dgram(fd, &d, sizeof(go), E2E_WAIT_MS))
 			return -1;
-		}
+		if (d.from.svm_cid != peer || stash.n >= 0)
+			break;
+		stash = d;
 	}
-	kept = stash_len; /* not the GO: keep it out of this dev_expect() */
-	stash_len = -1;
-	ret = dev_expect(fd, HOST_CID, port, 2001, 2);
-	stash_len = kept;
-	return ret;
+	if (check_dgram(&d, go, sizeof(go), HOST_CID, port)) {
+		printf("DGRAM-CASE %s: (that was the datagram of seed 2001)\n", cur_case);
+		return -1;
+	}
+	return 0;
 }
 
 /* vsock-dgram peer P PEER_CID N a|b MRG ONE_RX */
