@@ -29,7 +29,7 @@
 # written straight to it); fresh /proc, /sys, /dev (with /dev/kvm), /dev/pts, and tmpfs on
 # /tmp, /dev/shm and /run. Unix sockets cannot live on 9p: TMPDIR is /tmp (tmpfs), so a
 # command that puts its sockets under $TMPDIR works. The environment is passed through
-# (TMPDIR=/tmp). The command's stdout and stderr are streamed to this script's; its exit
+# (TMPDIR=/tmp, and SKIFF_EMULATED_HOST=1 says where it runs). The command's stdout and stderr are streamed to this script's; its exit
 # status is this script's. The boot is scripts/test-host-init.sh (console markers there).
 #
 # Exit status: the command's, or
@@ -119,7 +119,7 @@ q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 		case $k in PWD | OLDPWD | SHLVL | _ | TMPDIR) continue ;; esac
 		printf 'export %s=%s\n' "$k" "$(q "${kv#*=}")"
 	done < <(env -0)
-	echo "export TMPDIR=/tmp"
+	echo "export TMPDIR=/tmp SKIFF_EMULATED_HOST=1"
 	echo "cd $(q "$PWD") || exit 126"
 	printf 'exec'
 	for a in "$@"; do printf ' %s' "$(q "$a")"; done
