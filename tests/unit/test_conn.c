@@ -527,6 +527,60 @@ START_TEST(credit_wrap_h2g)
 }
 END_TEST
 
+/*
+ * Without MRG_RXBUF one host read fills several RX chains, one RW packet
+ * each (emit_rw_batch()): chains of 4096, 44 (room for the header only),
+ * 4096 and 100 bytes take 4052, nothing (returned empty, malformed), 4052
+ * and 56 bytes, in order; the rest waits in the host socket.
+ */
+START_TEST(rx_batch_spreads_one_read)
+{
+	static const uint32_t len[] = { RX_BUF, VSOCK_HDR_LEN, RX_BUF, 100 };
+	static const uint32_t want[] = { RX_BUF - VSOCK_HDR_LEN, 0, RX_BUF - VSOCK_HDR_LEN, 56 };
+	struct conn *c = make(SOCK_STREAM, true);
+	struct vring_used *u = fake_used(&f);
+	uint8_t data[10000], got[RX_BUF];
+	struct virtio_vsock_hdr h;
+	uint32_t off = 0, i;
+
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + i / 251);
+	establish(c);
+	ck_assert_int_eq(write(host, data, sizeof(data)), (ssize_t)sizeof(data));
+	event(c, EPOLLIN);
+	for (i = 0; i < 4; i++) {
+		uint16_t d = f.avail_idx % QNUM;
+
+		fake_set_desc(&f, fake_desc(&f), d, BUF_GPA + d * RX_BUF, len[i],
+			      VRING_DESC_F_WRITE, 0);
+		fake_avail(&f, d);
+	}
+	ck_assert_int_eq(pump(c), -EAGAIN); /* out of chains, bytes left */
+	for (i = 0; i < 4; i++) {
+		if (!want[i]) {
+			struct vring_used_elem e = u->ring[used_seen++ % QNUM];
+
+			ck_assert_uint_eq(e.len, 0);
+			continue;
+		}
+		ck_assert(rx_take(&h, got, sizeof(got)));
+		ck_assert_uint_eq(h.op, VIRTIO_VSOCK_OP_RW);
+		ck_assert_uint_eq(h.len, want[i]);
+		ck_assert_uint_eq(h.buf_alloc, c->buf_alloc);
+		ck_assert_mem_eq(got, data + off, want[i]);
+		off += want[i];
+	}
+	ck_assert(!rx_take(&h, NULL, 0));
+	ck_assert_uint_eq(ctr.malformed_pkts, 1);
+	ck_assert_uint_eq(ctr.rx_pkts, 1 + 3); /* the RESPONSE, then 3 RW */
+	ck_assert_uint_eq(c->h2g_sent, off);
+	ck_assert_uint_eq(c->pkt_n, 3);
+	ck_assert_int_eq(recv(c->fd, got, sizeof(got), MSG_PEEK | MSG_DONTWAIT),
+			 (ssize_t)(sizeof(data) - off)); /* the rest waits in the socket */
+	conn_put(c);
+}
+END_TEST
+
 /* ---- half-close ---- */
 
 /* The guest stops writing first, then the host closes: a normal close. */
@@ -926,6 +980,7 @@ static Suite *suite(void)
 	tcase_add_test(t, type_mismatch_resets);
 	tcase_add_test(t, rst_then_retire);
 	tcase_add_test(t, credit_wrap_g2h);
+	tcase_add_test(t, rx_batch_spreads_one_read);
 	tcase_add_test(t, credit_update_falls_back_to_pump);
 	tcase_add_test(t, credit_overrun_resets);
 	tcase_add_test(t, credit_wrap_h2g);

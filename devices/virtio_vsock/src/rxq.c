@@ -286,6 +286,46 @@ int rxq_span(struct rxq_cache *rc, uint32_t want, unsigned int max_chains, struc
 	return (int)iov_bytes(iov, n);
 }
 
+int rxq_span_pkts(struct rxq_cache *rc, uint32_t want, uint32_t pkt_max, unsigned int max_pkts,
+		  struct iovec *iov, unsigned int iov_cap, unsigned int *niov, uint32_t *room,
+		  unsigned int *npkts)
+{
+	struct rxq *q = rc->q;
+	struct rx_slot *s;
+	uint32_t space = 0;
+	unsigned int n = 0, k;
+
+	if (q->mrg)
+		return -EINVAL;
+	s = rxq_first_usable(rc, max_pkts);
+	if (!s)
+		return -EAGAIN;
+	for (k = 0; k < max_pkts && space < want && n < iov_cap; k++) {
+		struct rx_slot *t = k ? rxq_slot(rc, k) : s;
+		uint32_t add;
+		unsigned int m;
+
+		if (!t || t->c.in_len <= q->hdr_len)
+			break; /* a header-only chain is the next call's first */
+		add = t->c.in_len - q->hdr_len;
+		if (add > pkt_max)
+			add = pkt_max;
+		if (add > want - space)
+			add = want - space;
+		m = iov_slice(t->c.iov + t->c.n_out, t->c.n_in, q->hdr_len, add, iov + n,
+			      iov_cap - n);
+		add = (uint32_t)iov_bytes(iov + n, m); /* less when @iov ran out */
+		if (!add)
+			break;
+		room[k] = add;
+		n += m;
+		space += add;
+	}
+	*niov = n;
+	*npkts = k;
+	return (int)space;
+}
+
 #ifdef SKIFF_TEST_HOOKS
 /*
  * Test only (vsock_dev_config.test_fault): make RW header @h, about to go

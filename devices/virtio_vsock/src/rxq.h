@@ -152,6 +152,25 @@ int rxq_span(struct rxq_cache *rc, uint32_t want, unsigned int max_chains, struc
 	     unsigned int iov_cap, unsigned int *niov);
 
 /*
+ * rxq_span_pkts() - without MRG_RXBUF: the payload room of the next @max_pkts
+ * RX packets at most, one chain each, for one host read spread over them:
+ * the first usable chain (rxq_first_usable()) and the reserved chains after
+ * it (reserving more as needed), each after its header, at most @pkt_max
+ * bytes per chain and @want in all; a chain that holds a header only ends
+ * the run before it. The room goes into @iov (at most @iov_cap entries,
+ * *@niov set), the room of chain k into @room[k] (@max_pkts entries),
+ * *@npkts chains. The caller fills the room in order, then calls rxq_put()
+ * once per chain, in order, with that chain's bytes (the last may have
+ * fewer than its room; chains left without bytes stay reserved).
+ * Return: bytes of room, at most @want (0 when the first chain holds a
+ * header only: rxq_drop_first()); -EAGAIN when the RX queue has no usable
+ * chain; -EINVAL with MRG_RXBUF (use rxq_span()).
+ */
+int rxq_span_pkts(struct rxq_cache *rc, uint32_t want, uint32_t pkt_max, unsigned int max_pkts,
+		  struct iovec *iov, unsigned int iov_cap, unsigned int *niov, uint32_t *room,
+		  unsigned int *npkts);
+
+/*
  * rxq_drop_first() - the next chain cannot carry the packet (room for a
  * header only where payload is due): return it empty, count it malformed.
  */
