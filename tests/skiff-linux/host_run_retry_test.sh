@@ -58,6 +58,20 @@ else
 		"test-host.sh: QEMU ended (status 0) without the command's exit status" 2 0
 	case_ "a skiff VM's triple fault: retried" 1 \
 		"skiff: vm0 ended (triple-fault): triple fault on vCPU 0 (RIP 0xffffffff81000000)" 2 0
+	stopped='test-host.sh: the emulated host stopped: no process snapshot from it for 120 s (358.1 s after QEMU started); console tail:
+test-host.sh: its vCPUs (QEMU monitor):
+  sample 0: vCPU 0: RIP=ffffffff81a592eb native_safe_halt+0xb IF=1 CPL=0 HLT=1
+  sample 0: vCPU 1: RIP=ffffffff81a592eb native_safe_halt+0xb IF=1 CPL=0 HLT=1
+  sample 1: vCPU 0: RIP=ffffffff81a592eb native_safe_halt+0xb IF=1 CPL=0 HLT=1
+  sample 1: vCPU 1: RIP=ffffffff81a592eb native_safe_halt+0xb IF=1 CPL=0 HLT=1'
+	case_ "host stopped, a halted vCPU with an interrupt pending: retried" 123 "$stopped
+  vCPU 0 LAPIC: LVTT 0x000000ec one-shot Fixed (vec 236) ISR (none) IRR 236 251
+  vCPU 1 LAPIC: LVTT 0x000000ec one-shot Fixed (vec 236) ISR (none) IRR (none)" 2 0
+	case_ "host stopped, halted vCPUs, nothing pending: not retried" 123 "$stopped
+  vCPU 0 LAPIC: LVTT 0x000000ec one-shot Fixed (vec 236) ISR (none) IRR (none)
+  vCPU 1 LAPIC: LVTT 0x000000ec one-shot Fixed (vec 236) ISR (none) IRR (none)" 1 123
+	case_ "host stopped, the vCPU with a pending interrupt running: not retried" 123 "${stopped/sample 1: vCPU 0: RIP=ffffffff81a592eb native_safe_halt+0xb IF=1 CPL=0 HLT=1/sample 1: vCPU 0: RIP=ffffffff81000000 spin+0x0 IF=1 CPL=0 HLT=0}
+  vCPU 0 LAPIC: LVTT 0x000000ec one-shot Fixed (vec 236) ISR (none) IRR 236" 1 123
 fi
 case_ "host kernel panic: not retried" 123 \
 	"test-host.sh: the emulated host failed: Kernel panic - not syncing" 1 123
