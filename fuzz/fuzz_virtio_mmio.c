@@ -3,9 +3,9 @@
  * Harness: the virtio-mmio register interface (vmm/src/virtio_mmio.c) in
  * front of a real vsock device, driven through the MMIO bus
  * (vmm/src/bus.c bus_dispatch()) as the vCPU loop does on KVM_EXIT_MMIO.
- * No KVM: virtio_mmio.c is compiled into this file and its state is set up
- * here as virtio_mmio_vsock_create() would, minus the ioeventfd and irqfd
- * ioctls (the kick and interrupt eventfds are plain eventfds). Guest RAM is
+ * No KVM: the VM here has no KVM fd (vm_fd = -1), so
+ * virtio_mmio_vsock_create() leaves the kick and interrupt eventfds plain
+ * instead of registering them as ioeventfd and irqfd. Guest RAM is
  * 64 KiB from guest_mem_create(). DRIVER_OK starts the device's threads on
  * rings the input wrote into RAM; every input ends with a device reset.
  *
@@ -20,10 +20,16 @@
  * virtio 1.2 4.2.2 requires (magic, version 2, device ID 19) whatever came
  * before, and status reads 0 after a reset.
  */
-#define SKIFF_HAVE_VSOCK 1
-#include "../vmm/src/virtio_mmio.c"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "bus.h"
 #include "fuzz_input.h"
+#include "skiff/tiny_guest_abi.h"
+#include "skiff/vsock_abi.h"
+#include "virtio_mmio.h"
+#include "vm.h"
 
 #define RAM_SIZE 0x10000u
 #define MMIO_BASE 0xd0000000ull
@@ -43,31 +49,18 @@ static const uint16_t regs[] = {
 static void setup_once(void)
 {
 	static char path[108];
-	struct vsock_dev_config cfg = { .guest_cid = 3, .uds_path = path, .rx_threads = 1 };
-	struct virtio_mmio *d;
-	unsigned int i;
 
 	snprintf(path, sizeof(path), "%s/mmio.sock", fz_scratch_dir());
+	g_vm.kvm_fd = -1;
+	g_vm.vm_fd = -1;
+	g_vm.irqchip_fd = -1;
+	g_vm.cfg.vsock_cid = 3;
+	g_vm.cfg.vsock_uds = path;
+	g_vm.cfg.vsock_rx_threads = 1;
 	if (guest_mem_create(&g_vm.mem, RAM_SIZE))
 		abort();
-	d = calloc(1, sizeof(*d));
-	if (!d)
+	if (virtio_mmio_vsock_create(&g_vm, MMIO_BASE, 5, &g_d))
 		abort();
-	d->vm = &g_vm;
-	d->base = MMIO_BASE;
-	d->irq = 5;
-	pthread_mutex_init(&d->lock, NULL);
-	cfg.notify = vmmio_notify;
-	cfg.notify_opaque = d;
-	if (vsock_dev_create(&cfg, &d->dev))
-		abort();
-	d->dev_features = vsock_dev_features(d->dev);
-	for (i = 0; i < VSOCK_VQ_NUM; i++)
-		d->kick_fd[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	d->irq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (bus_add(&g_vm.mmio_bus, MMIO_BASE, SKIFF_VIRTIO_MMIO_SIZE, vmmio_access, d))
-		abort();
-	g_d = d;
 }
 
 static uint64_t mmio(uint64_t off, uint32_t len, bool is_write, uint64_t v)
@@ -118,6 +111,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	(void)mmio(VMMIO_STATUS, 4, true, 0);
 	FZ_CHECK(mmio(VMMIO_STATUS, 4, false, 0) == 0);
-	FZ_CHECK(!g_d->started);
+	FZ_CHECK(!virtio_mmio_started(g_d));
 	return 0;
 }

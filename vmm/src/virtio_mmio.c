@@ -43,6 +43,11 @@ void virtio_mmio_counters(struct virtio_mmio *d, struct skiff_counters *out)
 {
 }
 
+bool virtio_mmio_started(struct virtio_mmio *d)
+{
+	return false;
+}
+
 #else /* SKIFF_HAVE_VSOCK */
 
 #include <linux/kvm.h>
@@ -56,38 +61,6 @@ void virtio_mmio_counters(struct virtio_mmio *d, struct skiff_counters *out)
 _Static_assert(SKIFF_VSOCK_MAX_RX_THREADS == VSOCK_MAX_RX_THREADS,
 	       "libskiff.h and vsock_dev.h disagree on the most RX pump threads");
 
-/* Registers, virtio 1.2 table 4.1. */
-#define VMMIO_MAGIC 0x000
-#define VMMIO_VERSION 0x004
-#define VMMIO_DEVICE_ID 0x008
-#define VMMIO_VENDOR_ID 0x00c
-#define VMMIO_DEV_FEATURES 0x010
-#define VMMIO_DEV_FEATURES_SEL 0x014
-#define VMMIO_DRV_FEATURES 0x020
-#define VMMIO_DRV_FEATURES_SEL 0x024
-#define VMMIO_QUEUE_SEL 0x030
-#define VMMIO_QUEUE_NUM_MAX 0x034
-#define VMMIO_QUEUE_NUM 0x038
-#define VMMIO_QUEUE_READY 0x044
-#define VMMIO_QUEUE_NOTIFY 0x050
-#define VMMIO_INT_STATUS 0x060
-#define VMMIO_INT_ACK 0x064
-#define VMMIO_STATUS 0x070
-#define VMMIO_QUEUE_DESC_LO 0x080
-#define VMMIO_QUEUE_DESC_HI 0x084
-#define VMMIO_QUEUE_DRIVER_LO 0x090
-#define VMMIO_QUEUE_DRIVER_HI 0x094
-#define VMMIO_QUEUE_DEVICE_LO 0x0a0
-#define VMMIO_QUEUE_DEVICE_HI 0x0a4
-#define VMMIO_SHM_SEL 0x0ac
-#define VMMIO_SHM_LEN_LO 0x0b0
-#define VMMIO_SHM_LEN_HI 0x0b4
-#define VMMIO_SHM_BASE_LO 0x0b8
-#define VMMIO_SHM_BASE_HI 0x0bc
-#define VMMIO_CONFIG_GEN 0x0fc
-#define VMMIO_CONFIG 0x100
-
-#define VMMIO_MAGIC_VALUE 0x74726976 /* "virt" */
 #define VMMIO_VENDOR 0x46464b53 /* "SKFF" */
 #define VMMIO_QUEUE_MAX 256
 
@@ -365,6 +338,12 @@ static void vmmio_access(void *opaque, uint64_t off, uint8_t *data, uint32_t len
 	pthread_mutex_unlock(&d->lock);
 }
 
+/*
+ * KVM wiring of the kick and interrupt eventfds. A vm without a KVM VM fd
+ * (vm_fd < 0: the virtio-mmio fuzzer, which drives the MMIO bus itself and
+ * reads the eventfds directly) has nothing to wire; libskiff never creates a
+ * device before its VM fd exists.
+ */
 static int ioeventfd(struct virtio_mmio *d, unsigned int q, bool assign)
 {
 	struct kvm_ioeventfd io = {
@@ -375,6 +354,8 @@ static int ioeventfd(struct virtio_mmio *d, unsigned int q, bool assign)
 		.flags = KVM_IOEVENTFD_FLAG_DATAMATCH | (assign ? 0 : KVM_IOEVENTFD_FLAG_DEASSIGN),
 	};
 
+	if (d->vm->vm_fd < 0)
+		return 0;
 	return ioctl(d->vm->vm_fd, KVM_IOEVENTFD, &io) < 0 ? -errno : 0;
 }
 
@@ -386,6 +367,8 @@ static int irqfd(struct virtio_mmio *d, bool assign)
 		.flags = assign ? 0 : KVM_IRQFD_FLAG_DEASSIGN,
 	};
 
+	if (d->vm->vm_fd < 0)
+		return 0;
 	return ioctl(d->vm->vm_fd, KVM_IRQFD, &irq) < 0 ? -errno : 0;
 }
 
@@ -480,6 +463,16 @@ void virtio_mmio_destroy(struct virtio_mmio *d)
 	}
 	pthread_mutex_destroy(&d->lock);
 	free(d);
+}
+
+bool virtio_mmio_started(struct virtio_mmio *d)
+{
+	bool started;
+
+	pthread_mutex_lock(&d->lock);
+	started = d->started;
+	pthread_mutex_unlock(&d->lock);
+	return started;
 }
 
 void virtio_mmio_counters(struct virtio_mmio *d, struct skiff_counters *out)
