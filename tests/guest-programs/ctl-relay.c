@@ -266,7 +266,8 @@ static int relay(int a, int b)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			printf("CTL-RELAY-ERROR %s\n", n ? strerror(errno) : "deadline while relaying");
+			printf("CTL-RELAY-ERROR %s\n",
+			       n ? strerror(errno) : "deadline while relaying");
 			return -1;
 		}
 		if (pipe_step(&ab, p[0].revents, p[1].revents) ||
@@ -286,8 +287,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc != 4 && argc != 6)
 		usage();
-	if (argc == 6 && (strcmp(argv[4], "--timeout") || parse_uint(argv[5], 86400, &timeout_s) ||
-			  !timeout_s))
+	if (argc == 6 &&
+	    (strcmp(argv[4], "--timeout") || parse_uint(argv[5], 86400, &timeout_s) || !timeout_s))
 		usage();
 	deadline_ms = now_ms() + (long long)timeout_s * 1000;
 	if (parse_uint(argv[2], 0xffffffffUL, &port))
