@@ -301,9 +301,17 @@ void conn_end(struct conn *c, bool send_rst)
 	conn_schedule(c);
 }
 
+/*
+ * A zero-length SEQPACKET record goes out with one empty iovec rather than
+ * none: Linux sends both, but qemu-aarch64 7.2 (user-mode emulation, where
+ * tests/aarch64/user_tests.sh runs the device tests) answers 0 to a
+ * sendmsg() without iovecs and sends nothing.
+ */
 static ssize_t send_iov(int fd, const struct iovec *iov, unsigned int n)
 {
-	struct msghdr m = { .msg_iov = (struct iovec *)(uintptr_t)iov, .msg_iovlen = n };
+	static const struct iovec none;
+	struct msghdr m = { .msg_iov = (struct iovec *)(uintptr_t)(n ? iov : &none),
+			    .msg_iovlen = n ? n : 1 };
 	ssize_t r;
 
 	do

@@ -119,6 +119,7 @@ enum dgram_send_err dgram_send(int fd, const struct sockaddr_un *to, socklen_t t
 		const struct iovec *c;
 		struct iovec *m;
 	} vec = { .c = iov };
+	static const struct iovec none;
 	struct msghdr m = {
 		.msg_name = name.m,
 		.msg_namelen = to_len,
@@ -127,6 +128,12 @@ enum dgram_send_err dgram_send(int fd, const struct sockaddr_un *to, socklen_t t
 	};
 	ssize_t r;
 
+	/* An empty datagram: one empty iovec, not none (see conn.c send_iov()). */
+	if (!n) {
+		vec.c = &none;
+		m.msg_iov = vec.m;
+		m.msg_iovlen = 1;
+	}
 	do
 		r = sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
 	while (r < 0 && errno == EINTR);
