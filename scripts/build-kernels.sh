@@ -8,6 +8,7 @@
 #            patched   baseline's + feature series       (guest-kernel-patches/series/series)
 #   arch     x86_64    bzImage + vmlinux (skiff's VMM, QEMU microvm)
 #            um        user-mode Linux binary "linux" (virtio_uml, vhost-user)
+#            arm64     Image (skiff's VMM on arm64 KVM; cross-built with aarch64-linux-gnu-gcc)
 #
 # Configs: `make tinyconfig`, then the fragments guest-kernel-patches/configs/common.config
 # and <arch>.config merged on top (scripts/kconfig/merge_config.sh) and olddefconfig; every
@@ -19,11 +20,12 @@
 #   tree/<variant>/           that tree hard-linked (cp -al), plus the variant's patches;
 #                             files a patch touches (now or before) get private copies
 #   build/<variant>-<arch>/   O= build directory, make log in build.log
-#   out/<variant>/<arch>/     results: bzImage vmlinux config (x86_64), linux config (um)
+#   out/<variant>/<arch>/     results: bzImage vmlinux config (x86_64), linux config (um),
+#                             Image config (arm64)
 #   out/<variant>/tools/      vsock_test: the kernel's tools/testing/vsock, static
 #
 # Cache: each <variant>-<arch> build is keyed by the linux-source-6.1 dpkg version, the gcc
-# version, the config fragments, the patch files of that variant and this script's recipe
+# version (the cross gcc's for arm64), the config fragments, the patch files of that variant and this script's recipe
 # version. A warm run only hashes and returns. A changed patch rebuilds only the variants
 # that apply it, incrementally (make decides what to recompile). A new source or compiler
 # version starts that build directory from scratch.
@@ -34,7 +36,8 @@
 # Usage:
 #   build-kernels.sh [--variant V]... [--arch A]... [-j N]
 #   build-kernels.sh --print-path VARIANT ARCH [FILE]   FILE: bzImage (x86_64 default),
-#                                                       vmlinux, linux (um default), config;
+#                                                       vmlinux, linux (um default),
+#                                                       Image (arm64 default), config;
 #                                                       ARCH tools: FILE vsock_test
 #   build-kernels.sh --print-out                        the out/ directory
 # --print-path prints the path and exits 0 if the file exists, else prints it and exits 1.
@@ -50,7 +53,7 @@ gkp=${SKIFF_PATCHES:-$repo/guest-kernel-patches}
 tarball=${SKIFF_LINUX_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
 jobs=${SKIFF_JOBS:-2}
 all_variants=(baseline patched)
-all_arches=(x86_64 um)
+all_arches=(x86_64 um arm64)
 
 say() { echo "build-kernels.sh: $*"; }
 die() {
@@ -65,6 +68,7 @@ usage() {
 default_file() {
 	case $1 in
 	um) echo linux ;;
+	arm64) echo Image ;;
 	tools) echo vsock_test ;;
 	*) echo bzImage ;;
 	esac
@@ -126,6 +130,12 @@ done
 srcver=$(dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null) ||
 	srcver=tarball-$(stat -c %s-%Y "$tarball")
 gccver=$(gcc --version | head -n1)
+cross=aarch64-linux-gnu-
+for a in "${arches[@]}"; do
+	[ "$a" = arm64 ] || continue
+	command -v "${cross}gcc" >/dev/null ||
+		die "'${cross}gcc' is missing (arm64 kernels): run scripts/setup.sh, or pass --arch x86_64 --arch um"
+done
 
 mkdir -p "$kdir"
 # One builder at a time per cache (ctest runs and helpers may start this concurrently).
@@ -249,12 +259,18 @@ build_one() {
 	local v=$1 a=$2 o=$kdir/build/$1-$2 out=$kdir/out/$1/$2 karch key base t0 files f
 	local frags=("$gkp/configs/common.config" "$gkp/configs/$a.config")
 	for f in "${frags[@]}"; do [ -f "$f" ] || die "missing config fragment $f"; done
+	local cc_ver=$gccver mkx=()
 	karch=$a
 	case $a in
 	x86_64) files=(arch/x86/boot/bzImage vmlinux) ;;
 	um) files=(linux) ;;
+	arm64)
+		files=(arch/arm64/boot/Image)
+		mkx=(CROSS_COMPILE="$cross")
+		cc_ver=$("${cross}gcc" --version | head -n1)
+		;;
 	esac
-	base=$(printf 'recipe %s\nsrc %s\ngcc %s\narch %s\n' "$RECIPE" "$srcver" "$gccver" "$a" | sha256sum | cut -d' ' -f1)
+	base=$(printf 'recipe %s\nsrc %s\ngcc %s\narch %s\n' "$RECIPE" "$srcver" "$cc_ver" "$a" | sha256sum | cut -d' ' -f1)
 	key=$( (
 		echo "$base $tree_key"
 		cat "${frags[@]}"
@@ -271,7 +287,7 @@ build_one() {
 	echo "$base" >"$o/.skiff-base-key"
 	t0=$(date +%s)
 	say "$v/$a: building (make -j$jobs, log $o/build.log)"
-	local mk=(make -C "$kdir/tree/$v" O="$o" ARCH="$karch" -j"$jobs")
+	local mk=(make -C "$kdir/tree/$v" O="$o" ARCH="$karch" "${mkx[@]}" -j"$jobs")
 	if ! {
 		"${mk[@]}" tinyconfig &&
 			KCONFIG_CONFIG="$o/.config" "$kdir/tree/$v/scripts/kconfig/merge_config.sh" \

@@ -30,6 +30,9 @@ PKGS=(
 	# into its cache with apt-get download.
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross libseccomp-dev:arm64 libfdt1:arm64
 	qemu-system-arm
+	# the unit and device tests built for arm64, run under user-mode emulation
+	# (tests/aarch64/user_tests.sh): Check for arm64 (Multi-Arch: same) and qemu-aarch64
+	check:arm64 qemu-user
 )
 
 die() {

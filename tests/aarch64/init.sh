@@ -33,13 +33,15 @@ run_case not-an-image --kernel /init --mem 64M
 # 3 MiB of initrd after a kernel at the start of 4 MiB of RAM: no room for the DTB
 dd if=/dev/zero of=/tmp/big.initrd bs=1M count=3 2>/dev/null
 run_case initrd-too-big --kernel /guests/reset.img --initrd /tmp/big.initrd --mem 4M
-# Debian's arm64 kernel as skiff's guest on 2 vCPUs with the vsock device
-# (its driver binds through the DTB): /vsock-bytes (default 16M) each way to
-# vsock-tool on the device's uds, every byte checked, MRG_RXBUF off and on,
-# then PSCI SYSTEM_OFF
+# Linux guests on 2 vCPUs with the vsock device (the driver binds through the
+# DTB): /vsock-bytes (default 16M) each way to vsock-tool on the device's uds,
+# every byte checked, then PSCI SYSTEM_OFF. The guest prints the features its
+# driver negotiated (sysfs, bit 0 first): "skiff-features NAME BITS".
 bytes=$(cat /vsock-bytes)
-for mrg in off on; do
-	rm -f /tmp/v.sock /tmp/v.sock_5000
+# run_linux NAME KERNEL INITRD MRG: one guest and its host side
+run_linux() {
+	name=$1
+	rm -f /tmp/v.sock /tmp/v.sock_5000 /tmp/case.out /tmp/case.rc
 	vsock-tool listen uds:/tmp/v.sock_5000 --send "$bytes" --recv "$bytes" --order both --shut-wr \
 		--seed 2 --peer-seed 1 --timeout 150 >/tmp/host.out 2>&1 &
 	host_pid=$!
@@ -47,14 +49,29 @@ for mrg in off on; do
 		grep -q VSOCK-TOOL-LISTENING /tmp/host.out && break
 		sleep 0.1
 	done
-	run_case "linux-vsock-mrg-$mrg" --kernel /guests/linux.img --initrd /guests/linux-initrd.gz \
-		--mem 256M --cpus 2 --vsock "cid=3,uds=/tmp/v.sock,mrg-rxbuf=$mrg" \
-		--cmdline "console=ttyS0 earlycon panic=-1 skiff_vsock_bytes=$bytes"
+	start=$(date +%s)
+	{
+		skiff run --kernel "$2" --initrd "$3" --mem 256M --cpus 2 \
+			--vsock "cid=3,uds=/tmp/v.sock,mrg-rxbuf=$4" --console stdio \
+			--cmdline "console=ttyS0 earlycon panic=-1 skiff_vsock_bytes=$bytes" </dev/null
+		echo $? >/tmp/case.rc
+	} 2>&1 | tee /tmp/case.out
+	echo "skiff-case $name status=$(cat /tmp/case.rc) seconds=$(($(date +%s) - start))"
+	echo "skiff-features $name $(tr -d '\r' </tmp/case.out | sed -n 's/^skiff-arm64-linux: vsock features //p')"
 	# the guest has powered off: the host side is done or never will be
 	(sleep 20 && kill "$host_pid" 2>/dev/null) &
 	wait "$host_pid"
-	echo "skiff-case host-vsock-mrg-$mrg status=$?"
+	echo "skiff-case host-$name status=$?"
 	cat /tmp/host.out
-done
+}
+
+# Debian's arm64 kernel (vsock as modules): the device offers MRG_RXBUF, the
+# stock driver does not know the bit and declines it.
+run_linux stock-mrg-on /guests/linux.img /guests/linux-initrd.gz on
+# skiff's own 6.1 kernels (scripts/build-kernels.sh --arch arm64): the baseline
+# declines MRG_RXBUF too; the patched one runs without and with it.
+run_linux baseline-mrg-on /guests/baseline.img /guests/own-initrd.gz on
+run_linux patched-mrg-off /guests/patched.img /guests/own-initrd.gz off
+run_linux patched-mrg-on /guests/patched.img /guests/own-initrd.gz on
 
 poweroff -f

@@ -7,12 +7,16 @@
 # libraries and busybox into an initramfs, and boots Debian's arm64 kernel
 # (scripts/arm64-host.sh) under
 #   qemu-system-aarch64 -M virt,virtualization=on,gic-version=3 -cpu max
-# whose KVM (VHE, GICv3) runs skiff's guests: the tiny ones, and the same
-# Debian arm64 kernel booted by skiff to a busybox user space on 2 vCPUs
-# that moves SKIFF_ARM64_VSOCK_BYTES (default 16M) each way over skiff's
-# virtio-mmio vsock device (the guest's driver bound through the DTB, SPI
-# 16), MRG_RXBUF off and on, every byte checked by vsock-tool on both sides,
-# and powers off (guest-init.sh). Inside, init.sh runs each case
+# whose KVM (VHE, GICv3) runs skiff's guests: the tiny ones, then Linux
+# guests booted by skiff to a busybox user space on 2 vCPUs that move
+# SKIFF_ARM64_VSOCK_BYTES (default 16M) each way over skiff's virtio-mmio
+# vsock device (the guest's driver bound through the DTB, SPI 16), every byte
+# checked by vsock-tool on both sides, and power off (guest-init.sh): the
+# same Debian arm64 kernel (MRG_RXBUF offered, declined), and skiff's own
+# arm64 6.1 kernels from scripts/build-kernels.sh --arch arm64 (cached;
+# cross-built here when not yet built): the baseline (MRG_RXBUF declined)
+# and the patched one with MRG_RXBUF off and on (accepted; the guest shows
+# its driver's negotiated features from sysfs). Inside, init.sh runs each case
 # with the default --seccomp kill and prints "skiff-case NAME status=N"; this
 # script checks every status and the console lines each case must show.
 #
@@ -76,6 +80,19 @@ done
 aarch64-linux-gnu-gcc -O2 -Wall -Wextra -Werror -static -pthread -I"$repo/tests/guest-programs" \
 	-o "$work/vsock-tool" "$repo/tests/guest-programs/vsock-tool.c" || fail "cross-building vsock-tool"
 
+# skiff's baseline and patched arm64 guest kernels (cached; built here only when the
+# guest-kernels stage of scripts/test.sh has not built them yet)
+own_dir=$work/own-kernels
+mkdir -p "$own_dir"
+"$repo/scripts/build-kernels.sh" --arch arm64 >"$work/kernels.log" 2>&1 || {
+	tail -n 20 "$work/kernels.log" >&2
+	fail "scripts/build-kernels.sh --arch arm64 failed (log $work/kernels.log)"
+}
+for v in baseline patched; do
+	k=$("$repo/scripts/build-kernels.sh" --print-path "$v" arm64) || fail "no $v arm64 kernel at $k"
+	cp "$k" "$own_dir/$v.img"
+done
+
 # 3. the host: kernel and busybox (cached), initramfs
 host=$("$repo/scripts/arm64-host.sh") || fail "scripts/arm64-host.sh could not fetch the arm64 host kernel"
 root=$work/root
@@ -91,7 +108,7 @@ cp "$work"/*.img "$root/guests/"
 cp "$host/Image" "$root/guests/linux.img"
 groot=$work/guest-root
 rm -rf "$groot"
-mkdir -p "$groot/bin" "$groot/proc" "$groot/etc" "$groot/lib/modules"
+mkdir -p "$groot/bin" "$groot/proc" "$groot/sys" "$groot/etc" "$groot/lib/modules"
 cp "$host/busybox" "$groot/bin/busybox"
 cp "$work/vsock-tool" "$groot/bin/vsock-tool"
 cp "$host"/ko/*.ko "$groot/lib/modules/"
@@ -99,6 +116,12 @@ cp "$host/modules" "$groot/etc/skiff-modules"
 cp "$here/guest-init.sh" "$groot/init"
 chmod +x "$groot/init"
 (cd "$groot" && find . | cpio -o -H newc --quiet | gzip -1) >"$root/guests/linux-initrd.gz"
+# skiff's own arm64 6.1 kernels, baseline and patched (vsock built in: no modules)
+for v in baseline patched; do
+	cp "$own_dir/$v.img" "$root/guests/$v.img"
+done
+rm -rf "$groot/lib/modules" "$groot/etc/skiff-modules"
+(cd "$groot" && find . | cpio -o -H newc --quiet | gzip -1) >"$root/guests/own-initrd.gz"
 cp "$here/init.sh" "$root/init"
 cp "$work/vsock-tool" "$root/bin/vsock-tool"
 echo "${SKIFF_ARM64_VSOCK_BYTES:-16M}" >"$root/vsock-bytes"
@@ -153,12 +176,25 @@ grep -qE "GICv3 +48 Edge +virtio0" "$log" || {
 	echo "aarch64: the guest's virtio0 is not on GICv3 INTID 48 (edge)" >&2
 	problems=$((problems + 1))
 }
-for mrg in off on; do
-	need "linux-vsock-mrg-$mrg" 0
-	need "host-vsock-mrg-$mrg" 0
+# MRG_RXBUF is feature bit 4 (skiff/virtio_vsock_ext.h): accepted by the patched
+# kernel when offered, declined by the others.
+for c in stock-mrg-on:0 baseline-mrg-on:0 patched-mrg-off:0 patched-mrg-on:1; do
+	name=${c%:*} want=${c#*:}
+	need "$name" 0
+	need "host-$name" 0
+	f=$(tr -d '\r' <"$log" | sed -n "s/^skiff-features $name //p")
+	if [ "${#f}" -lt 33 ] || [ "${f:4:1}" != "$want" ] || [ "${f:32:1}" != 1 ]; then
+		echo "aarch64: $name: negotiated features '${f:-none}', want MRG_RXBUF (bit 4) $want and VERSION_1 (bit 32)" >&2
+		problems=$((problems + 1))
+	fi
 done
-[ "$(grep -c "^skiff-arm64-linux: vsock .* bytes each way" "$log")" = 2 ] || {
-	echo "aarch64: the guest did not report both transfers" >&2
+[ "$(grep -c "^skiff-arm64-linux: vsock .* bytes each way" "$log")" = 4 ] || {
+	echo "aarch64: the guests did not report all 4 transfers" >&2
+	problems=$((problems + 1))
+}
+# each Linux guest says which kernel it runs: Debian's, then skiff's own 6.1 three times
+[ "$(tr -d '\r' <"$log" | grep -cE "^skiff-arm64-linux: user space up, 2 cpus, 6\.1\.[0-9]+$")" = 3 ] || {
+	echo "aarch64: skiff's own 6.1 kernels did not all reach user space on 2 CPUs" >&2
 	problems=$((problems + 1))
 }
 if grep -q "skiff-arm64: FAIL" "$log"; then
