@@ -230,13 +230,16 @@ grep -E 'VSOCK-TOOL |SKIFF-RESULT' "$work/console.log" | sed 's/^/  guest: /' ||
 say "host side:"
 grep -h 'VSOCK-TOOL' "$work/host-recv.log" "$work/host-send.log" 2>/dev/null | sed 's/^/  host: /' || echo "  host: (none)"
 say "device:"
-grep -E 'counters|conns_open|listening|error|refus' "$work/device.log" | sed 's/^/  /' || echo "  (no device output)"
+grep -E 'counters|conns_open|listening|error|refus' "$work/device.log" | sed 's/^/  /' ||
+	echo "  (the device printed no message: nothing went wrong)"
 mrg_ok=1
 if [ "$vmm" = skiff ]; then
 	# Counters skiff wrote at exit (SKIFF_STATS), and the features the guest's driver
 	# accepted as its sysfs shows them (one 0/1 per bit; bit 4 is VIRTIO_VSOCK_F_MRG_RXBUF).
 	grep -E '^vsock_(rx|tx)_(pkts|bytes)=|^vsock_conns_(opened|refused)=|^vsock_(malformed|dropped)_pkts=' \
 		"$work/stats" 2>/dev/null | paste -sd' ' | sed 's/^/  counters: /'
+	grep -qE '^vsock_conns_refused=[1-9]' "$work/stats" 2>/dev/null &&
+		echo "  (refused connections are the host sender's tries before the guest listened: it retries)"
 	feat=$(tr -d '\r' <"$work/console.log" | sed -n 's/^VSOCK-FEATURES //p' | head -n1)
 	if [ "${feat:4:1}" = 1 ]; then
 		say "the guest negotiated mergeable RX buffers (VIRTIO_VSOCK_F_MRG_RXBUF; features ${feat:0:8}...)"
