@@ -11,6 +11,9 @@
 #   skiff.hostfs=DIR    UML only: mount host directory DIR on /host (hostfs)
 #   skiff.halt=poweroff|reboot   how to leave at the end (default: poweroff on UML,
 #                       reboot on anything else, e.g. QEMU with -no-reboot)
+#   skiff.alive=S       a heartbeat: "SKIFF-ALIVE <uptime> s" on the console at once and
+#                       then every S seconds from a timer, so that the host can tell a guest that stopped
+#                       running from one that is quiet (tests/support/guest_watch.py)
 # Kernel modules: /etc/skiff/modules, when present, lists .ko files (one path a line, in
 # load order) that are insmod'ed first, before networking and the tests: a stock kernel's
 # vsock and virtio_mmio modules (scripts/stock-kernels.sh appends them as a second cpio
@@ -37,15 +40,20 @@ mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /dev/shm
 ip link set lo up 2>/dev/null
 
-run='' ctl='' hostfs='' halt=''
+run='' ctl='' hostfs='' halt='' alive=''
 for w in $(cat /proc/cmdline); do
 	case $w in
 	skiff.run64=*) run=$(echo "${w#skiff.run64=}" | base64 -d) ;;
 	skiff.ctl=*) ctl=${w#skiff.ctl=} ;;
 	skiff.hostfs=*) hostfs=${w#skiff.hostfs=} ;;
 	skiff.halt=*) halt=${w#skiff.halt=} ;;
+	skiff.alive=*) alive=${w#skiff.alive=} ;;
 	esac
 done
+case $alive in
+'' | *[!0-9]*) ;;
+*) [ "$alive" -gt 0 ] && (while :; do echo "SKIFF-ALIVE $(cut -d' ' -f1 /proc/uptime) s"; sleep "$alive"; done) & ;;
+esac
 uml=0
 grep -q 'User Mode Linux' /proc/cpuinfo && uml=1
 if [ -z "$halt" ]; then

@@ -16,8 +16,8 @@
 #                   kernel: skip (77) without it; repeatable
 # Exit: the driver's status; 77 skipped (a kernel missing); test-host.sh's 123/124/125
 # (the emulated host died, timed out, could not start). In an emulated host, a run in which
-# a skiff VM or the emulated host itself triple-faulted, or the host stopped with a wake-up
-# lost, runs once more (RETRY line; QEMU's problem, see below), within what is left of TIMEOUT.
+# a skiff VM or the emulated host itself triple-faulted, a guest stopped running (its
+# heartbeat gone), or the host stopped with a wake-up lost, runs once more (RETRY line; QEMU's problem, see below), within what is left of TIMEOUT.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 usage() {
@@ -71,7 +71,10 @@ rc=${PIPESTATUS[0]}
 # while its LAPIC holds an interrupt in the IRR: the emulator lost that vCPU's wake-up (seen
 # 2026-12-02: both vCPUs in native_safe_halt, IF=1, the timer's vector 236 pending in the
 # IRR for 120 s). No command can cause that on a working CPU.
-emulator_fault='ended \(triple-fault\)|test-host.sh: the emulated host triple-faulted|test-host.sh: QEMU ended \(status [0-9]+\) without'
+# And for a guest that stopped running altogether (tests/support/guest_watch.py: its console
+# silent for 60 s though its heartbeat prints a line every 10 s from a timer): the hang the
+# same SVM fault leaves when the guest does not triple-fault.
+emulator_fault='ended \(triple-fault\)|test-host.sh: the emulated host triple-faulted|test-host.sh: QEMU ended \(status [0-9]+\) without|guest_watch: the guest stopped'
 lost_wakeup() {
 	local cpu all halted
 	grep -q '^test-host.sh: the emulated host stopped' "$1" || return 1

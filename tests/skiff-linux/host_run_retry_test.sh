@@ -58,6 +58,8 @@ else
 		"test-host.sh: QEMU ended (status 0) without the command's exit status" 2 0
 	case_ "a skiff VM's triple fault: retried" 1 \
 		"skiff: vm0 ended (triple-fault): triple fault on vCPU 0 (RIP 0xffffffff81000000)" 2 0
+	case_ "a guest that stopped (heartbeat gone): retried" 1 \
+		"FAIL skiff guest: guest_watch: the guest stopped: its console silent for 60 s though it writes a line every 10 s (last: SKIFF-ALIVE 41.20 s)" 2 0
 	stopped='test-host.sh: the emulated host stopped: no process snapshot from it for 120 s (358.1 s after QEMU started); console tail:
 test-host.sh: its vCPUs (QEMU monitor):
   sample 0: vCPU 0: RIP=ffffffff81a592eb native_safe_halt+0xb IF=1 CPL=0 HLT=1

@@ -64,10 +64,13 @@ skl_check() {
 }
 
 # skl_guest_alive: the guest's shell lines that start its heartbeat, a SKIFF-ALIVE line on
-# the console every 10 s from a timer (its uptime); the script ends with "kill $skiff_alive".
+# the console at once and then every 10 s from a timer (its uptime); the script ends with
+# "kill $skiff_alive". The first beat comes at once so that a guest that stops within its
+# first 10 s is caught too (CI of 2026-12-03: sid stopped 1-10 s into the script, before
+# any beat, and the test waited for its 400 s limit).
 skl_guest_alive() {
 	cat <<'EOF'
-(while sleep 10; do echo "SKIFF-ALIVE $(cut -d' ' -f1 /proc/uptime) s"; done) &
+(while :; do echo "SKIFF-ALIVE $(cut -d' ' -f1 /proc/uptime) s"; sleep 10; done) &
 skiff_alive=$!
 EOF
 }

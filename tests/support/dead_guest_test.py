@@ -11,7 +11,8 @@ and the reason (the panic line, the signal) in the output.
 Usage: dead_guest_test.py guest-run
          scripts/guest-run.sh (uml and qemu): panic then hang, Oops then hang, panic then
          SIGABRT, SIGABRT alone, exit without a result, a hang (the timeout path), a healthy
-         guest (no false alarm); and SKIFF_SKIP_GUESTS's parsing (guest_watch.skip_reason)
+         guest (no false alarm); SKIFF_SKIP_GUESTS's parsing (guest_watch.skip_reason); and
+         GuestRun's stall watch (a guest whose heartbeat stops is ended, no false alarm)
        dead_guest_test.py e2e SKIFF_VSOCK VSOCK_TOOL UDS_PEER
          tests/uml/e2e/guest_e2e.py --set smoke, whose host peers wait for the guest
        dead_guest_test.py rx-batch SKIFF_VSOCK RX_WAKE
@@ -33,7 +34,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "../.."))
 sys.path.insert(0, HERE)
-from guest_watch import skip_reason  # noqa: E402
+from guest_watch import STOPPED_PREFIX, GuestRun, skip_reason  # noqa: E402
 
 FAKE = os.path.join(HERE, "fake-guest.sh")
 PANIC = "Kernel panic - not syncing: Attempted to kill init! exitcode=0x0000000b"
@@ -110,12 +111,42 @@ def skip_checks():
         print(f"PASS SKIFF_SKIP_GUESTS='umll' refused: {e}", flush=True)
 
 
+def stall_checks():
+    """GuestRun(stall_s): a guest whose console goes silent after its heartbeat began is
+    ended within about stall_s with the reason; a quiet guest without a heartbeat, and one
+    whose heartbeat goes on, are not."""
+    cases = [
+        ("heartbeat, then silence: ended", "echo SKIFF-ALIVE 1.00 s; sleep 30", True),
+        ("silence, no heartbeat yet: left alone", "echo booting; sleep 5", False),
+        ("heartbeat goes on: left alone",
+         "for i in 1 2 3 4 5 6 7 8; do echo SKIFF-ALIVE $i.00 s; sleep 0.5; done", False),
+    ]
+    for name, script, want_kill in cases:
+        t0 = time.monotonic()
+        g = GuestRun(["sh", "-c", script], stall_s=2)
+        rc = g.wait(40)
+        secs = time.monotonic() - t0
+        killed = bool(g.killed) and g.killed.startswith(STOPPED_PREFIX)
+        errs = []
+        if rc is None:
+            errs.append("still running after 40 s")
+            g.kill()
+        if killed != want_kill:
+            errs.append(f"killed={killed} ({g.killed!r}), want {want_kill}")
+        if want_kill and secs >= 8:
+            errs.append(f"took {secs:.1f} s, want < 8 s (stall_s 2)")
+        print(f"{'FAIL' if errs else 'PASS'} stall: {name}: {secs:.1f} s {'; '.join(errs)}", flush=True)
+        if errs:
+            failures.append(f"stall {name}")
+
+
 def main(argv):
     what = argv[1] if len(argv) > 1 else ""
     py = sys.executable
     if what == "guest-run" and len(argv) == 2:
         guest_run_checks()
         skip_checks()
+        stall_checks()
     elif what == "e2e" and len(argv) == 5:
         e2e = [py, os.path.join(REPO, "tests/uml/e2e/guest_e2e.py"), "--vmm", "uml", "--kernel", FAKE,
                "--skiff-vsock", argv[2], "--vsock-tool", argv[3], "--uds-peer", argv[4], "--set", "smoke",

@@ -9,6 +9,13 @@ naming the reason; GuestRun keeps that line, the console and the exit status, so
 harness waiting for something from the guest (a connection, a line, a host peer's summary)
 can stop waiting as soon as the guest is gone and say why (failure_text()).
 
+A guest that stops altogether (no panic, no line, its timer no longer runs: what QEMU's SVM
+fault leaves in an emulated host, docs/test-host.md) is caught by a heartbeat: a harness
+boots the guest with HEARTBEAT_ARG (init.sh then prints "SKIFF-ALIVE <uptime> s" every
+HEARTBEAT_S seconds) and gives GuestRun stall_s; once a heartbeat was seen, a console silent
+for stall_s seconds kills the guest with the reason STOPPED_PREFIX... (host_run.sh retries a
+run that shows it, in an emulated host only).
+
 skip_reason(kind) reads SKIFF_SKIP_GUESTS, which skips the tests that boot Linux guests:
   unset, "" or "0"     skip none
   "1" or "all"         skip every kind
@@ -26,6 +33,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import traceback
 
 GUEST_KINDS = ("uml", "qemu", "kvm")
@@ -33,6 +41,11 @@ GUEST_KINDS = ("uml", "qemu", "kvm")
 DIED, TIMED_OUT, NO_RESULT = 123, 124, 125
 DEAD_STATUSES = (DIED, TIMED_OUT, NO_RESULT)
 VERDICT = re.compile(r"^guest-run\.sh: (?:\S+ guest (?:rc=|died|timed out|ended)|error: )")
+# The guest's heartbeat (tests/guest-programs/init.sh skiff.alive=) and what a stall is called.
+HEARTBEAT_S = 10
+HEARTBEAT_ARG = f"skiff.alive={HEARTBEAT_S}"
+HEARTBEAT_PREFIX = "SKIFF-ALIVE "
+STOPPED_PREFIX = "guest_watch: the guest stopped"
 
 
 def skip_reason(kind, env=None):
@@ -79,7 +92,7 @@ class GuestRun:
     (reason(): "the harness failed ...") rather than leaving it running unread.
     """
 
-    def __init__(self, argv, on_line=None, console_path=None, echo=None):
+    def __init__(self, argv, on_line=None, console_path=None, echo=None, stall_s=None):
         self.lines = []
         self.after = []
         self.verdict = None
@@ -94,13 +107,30 @@ class GuestRun:
                                      stderr=subprocess.STDOUT, text=True, errors="replace",
                                      start_new_session=True)
         self.pid = self.proc.pid
+        self._last_t = time.monotonic()  # when the last console line came
+        self._alive = None  # the last heartbeat line, once there was one
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        if stall_s:
+            threading.Thread(target=self._watch_stall, args=(stall_s,), daemon=True).start()
+
+    def _watch_stall(self, stall_s):
+        """Kill a guest whose console stays silent for @stall_s s after its heartbeat began:
+        it writes a line every HEARTBEAT_S s from a timer, so it no longer runs at all."""
+        while not self.ended.wait(1):
+            alive = self._alive
+            if alive and time.monotonic() - self._last_t >= stall_s:
+                self.kill(f"{STOPPED_PREFIX}: its console silent for {stall_s} s though it "
+                          f"writes a line every {HEARTBEAT_S} s (last: {alive})")
+                return
 
     def _read(self):
         try:
             for line in self.proc.stdout:
                 line = line.rstrip("\r\n")
+                self._last_t = time.monotonic()
+                if line.startswith(HEARTBEAT_PREFIX):
+                    self._alive = line
                 if self._file:
                     self._file.write(line + "\n")
                     self._file.flush()

@@ -46,6 +46,9 @@ kernels before ctest, so a missing image is a failure, not a skip).
 A guest that dies (guest-run.sh exit 123/124/125: panic, Oops, abort, timeout, no result)
 fails the run as soon as guest-run.sh reports it: host peers still waiting for it are
 stopped at once, and the reason and the console tail are printed (tests/support/guest_watch.py).
+So does a skiff guest that stops running altogether: it prints a heartbeat every 10 s
+(init.sh skiff.alive=10), and a console silent for 60 s after the first one ends the run
+with "guest_watch: the guest stopped" (host_run.sh retries that in an emulated host).
 Exit status 0 when every case passed, 1 otherwise, 77 when skipped (SKIFF_SKIP_GUESTS covers
 the --vmm kind: 1, all, uml, qemu, or kvm for skiff; README.md, Tests).
 """
@@ -64,7 +67,8 @@ import time
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../.."))
 sys.path.insert(0, os.path.join(REPO, "tests/support"))
-from guest_watch import GuestRun, exit_if_skipped, finish_peer  # noqa: E402
+from guest_watch import (HEARTBEAT_ARG, HEARTBEAT_PREFIX, GuestRun,  # noqa: E402
+                         exit_if_skipped, finish_peer)
 
 PLAN_PORT = 999
 EARLY_PORT = 998  # host clients that connect before the device is up (nobody listens)
@@ -75,6 +79,9 @@ VIRTIO_VSOCK_F_MRG_RXBUF = 4
 REFUSE_MS_MAX = 1500  # a refusal must come from the guest's RST, before the device's 2 s deadline
 # SKIFF_SKIP_GUESTS kind of each --vmm (tests/support/guest_watch.py)
 GUEST_KIND = {"uml": "uml", "qemu": "qemu", "skiff": "kvm"}
+# skiff's guest (emulated host): a console silent this long after the heartbeat began
+# means the guest stopped running (guest_watch.py); 6 beats missed.
+STALL_S = 60
 
 
 def kv(line):
@@ -584,6 +591,8 @@ class Runner:
         self.console.append(line)
         if self.a.verbose:
             print(f"  | {line}", flush=True)
+        if line.startswith(HEARTBEAT_PREFIX):
+            return  # the guest's heartbeat, not a case's output
         if line.startswith("SKIFF-BEGIN"):
             self.boots += 1
             self.t_begin.append(time.monotonic())
@@ -626,6 +635,9 @@ class Runner:
             # busy loop: in an emulated host under load it can fail and panic the boot
             # ("MP-BIOS bug: 8254 timer not connected to IO-APIC", seen on a reboot here).
             append += " no_timer_check"
+            # A guest that stops running in the emulated host (QEMU's SVM fault) is told
+            # from a quiet one by its heartbeat and ended at once (GuestRun stall_s).
+            append += " " + HEARTBEAT_ARG
         argv += [os.path.join(REPO, "scripts/guest-run.sh"), a.vmm, "--variant", a.variant, "--initrd", initrd,
                  "--vsock", vsock, "--append", append, "--timeout", str(a.timeout)]
         if a.vmm == "skiff":
@@ -688,7 +700,8 @@ class Runner:
             self.host_listening(c)
         initrd = self.build_initrd()
         self.t_vm = time.monotonic()
-        self.vm = GuestRun(self.vm_argv(initrd), on_line=self.on_line)
+        self.vm = GuestRun(self.vm_argv(initrd), on_line=self.on_line,
+                           stall_s=STALL_S if self.a.vmm == "skiff" else None)
         early = None
         if not dev:
             early = threading.Thread(target=self.early_clients_skiff, args=(time.monotonic(),), daemon=True)
