@@ -76,7 +76,8 @@ EOF
 }
 
 # skl_watch PID CONSOLE ERRFILE: wait for skiff (PID, a child: "timeout ... skiff run" in the
-# background) and return its exit status. When the guest has started its heartbeat
+# background) and return its exit status. ERRFILE gets a line appended: skiff's stderr must
+# be opened in append mode on it too (2>>), or skiff's own last message overwrites it. When the guest has started its heartbeat
 # (skl_guest_alive) and then its console stays silent for 60 s, the guest has stopped
 # altogether: its own timer no longer runs. (No vsock device fault can do that: the console
 # is another device and the heartbeat no vsock work.) That is the hang QEMU's SVM fault

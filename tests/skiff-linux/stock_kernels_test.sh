@@ -103,10 +103,14 @@ $small_guest
 wait \$small_pids
 for w in $(for sc in $small_cases; do printf '%s ' "${sc%%:*}"; done); do sed \"s/^/SMALL\$w /\" /tmp/small\$w; echo SKIFF-SMALL\$w rc=\$(cat /tmp/rc\$w); done
 kill \$skiff_alive"
+	# skiff's messages and skl_watch's both go to $d/skiff, so both append (O_APPEND): with
+	# 2> skiff's last message overwrote the start of skl_watch's line, skl_emulator_fault
+	# missed it, and a stopped guest was not booted again.
+	: >"$d/skiff"
 	SKIFF_STATS=$d/stats timeout -k 5 400 "$skiff" run --kernel "$kernel" --initrd "$initrd" \
 		--mem 256M --console "file:$d/console" \
 		--cmdline "console=ttyS0 quiet noxsave reboot=k panic=-1 no_timer_check skiff.run64=$(printf '%s' "$guest" | base64 -w0)" \
-		--vsock "cid=3,uds=$d/v.sock" 2>"$d/skiff" &
+		--vsock "cid=3,uds=$d/v.sock" 2>>"$d/skiff" &
 	skl_watch $! "$d/console" "$d/skiff"
 	rc=$?
 	skl_reap
