@@ -12,8 +12,8 @@
 #   skiff.halt=poweroff|reboot   how to leave at the end (default: poweroff on UML,
 #                       reboot on anything else, e.g. QEMU with -no-reboot)
 #   skiff.alive=S       a heartbeat: "SKIFF-ALIVE <uptime> s" on the console at once and
-#                       then every S seconds from a timer, so that the host can tell a guest that stopped
-#                       running from one that is quiet (tests/support/guest_watch.py)
+#                       then every S seconds from a timer, so that the host can tell a
+#                       guest that stopped running from a quiet one (guest_watch.py)
 # Kernel modules: /etc/skiff/modules, when present, lists .ko files (one path a line, in
 # load order) that are insmod'ed first, before networking and the tests: a stock kernel's
 # vsock and virtio_mmio modules (scripts/stock-kernels.sh appends them as a second cpio
