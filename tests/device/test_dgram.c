@@ -462,6 +462,87 @@ START_TEST(t_rx_reserve)
 END_TEST
 
 /*
+ * A Linux 6.1 guest refills its RX queue only once fewer than half of its
+ * buffers are left with the device (the simulated driver's default), and an
+ * idle pump keeps the chains it reserved for its last stream: two pumps of a
+ * 256-entry queue hold 128. Datagrams, which never take the last quarter,
+ * then had 64 chains in all, and the guest, still holding 192 of 256 out,
+ * never refilled: host-to-guest datagrams stopped for good until a stream
+ * moved again. Now a datagram that finds too few chains makes the pumps put
+ * theirs in the pool (pump_dgram_short()). Small streams first make both
+ * pumps reserve; then 1024 host datagrams of 4000 bytes, four times the queue,
+ * each sent once the previous one arrived; one that is dropped (no buffer)
+ * is sent again, at most 8 times in the whole run.
+ */
+START_TEST(t_rx_idle_pumps_give_back)
+{
+	static uint8_t buf[4000];
+	struct vsock_dev_counters c;
+	struct sockaddr_un gp;
+	struct sim_conn *conn;
+	struct fx_opts o;
+	struct sim_pkt pkt;
+	socklen_t gplen;
+	unsigned int i, resent = 0;
+	struct fx fx;
+	int fd, hfd, lfd;
+
+	dgram_opts(&o, true);
+	o.rx_threads = 2;
+	fx_setup(&fx, &o);
+	/*
+	 * One byte on each of 2 connections, one per pump (dev_pump_of(): host
+	 * port * 31 + guest port, odd for one and even for the other, the
+	 * driver's ports being consecutive): each pump reserves a batch of 64
+	 * chains for its first packet and keeps what its few packets leave.
+	 */
+	for (i = 0; i < 2; i++) {
+		hfd = fx_guest_connect(&fx, HOST_PORT + 2 * i, VIRTIO_VSOCK_TYPE_STREAM, &conn,
+				       &lfd);
+		ck_assert_int_eq(hp_write_all(hfd, "x", 1, FX_T), 1);
+		ck_assert_int_eq(sim_recv(conn, buf, sizeof(buf), FX_T), 1);
+		fx_close_both(hfd, conn, false);
+		close(lfd);
+	}
+	fd = host_sock(&fx, 6006);
+	ck_assert_int_eq(sim_dgram_send(fx.drv, 2, 4600, 6006, "hi", 2, FX_T), 0);
+	ck_assert_int_eq(host_recvfrom(fd, buf, sizeof(buf), NULL, NULL, FX_T), 2);
+	gplen = dg_addr(&gp, fx.uds, "g", 4600);
+	for (i = 0; i < 1024; i++) {
+		uint64_t dropped;
+		int waited = 0;
+
+		fill(buf, sizeof(buf), i);
+		counters(&fx, &c);
+		dropped = c.dgram_rx_drop_no_buf;
+		ck_assert_int_eq(host_sendto(fd, buf, sizeof(buf), &gp, gplen),
+				 (ssize_t)sizeof(buf));
+		while (sim_dgram_recv(fx.drv, &pkt, 20)) {
+			counters(&fx, &c);
+			if (c.dgram_rx_drop_no_buf != dropped) {
+				ck_assert_uint_lt(++resent, 8);
+				dropped = c.dgram_rx_drop_no_buf;
+				ck_assert_int_eq(host_sendto(fd, buf, sizeof(buf), &gp, gplen),
+						 (ssize_t)sizeof(buf));
+			}
+			waited += 20;
+			ck_assert_msg(waited < FX_T,
+				      "datagram %u of 1024: not delivered, %u resent", i, resent);
+		}
+		ck_assert_uint_eq(pkt.hdr.len, sizeof(buf));
+		ck_assert(!memcmp(pkt.payload, buf, sizeof(buf)));
+		sim_pkt_free(&pkt);
+	}
+	FX_WAIT_EQ(&fx, dgram_rx_pkts, 1024); /* counted just after it is published */
+	counters(&fx, &c);
+	ck_assert_uint_eq(c.dgram_rx_drop_no_buf, resent);
+	close(fd);
+	host_unlink(&fx, 6006);
+	fx_teardown(&fx);
+}
+END_TEST
+
+/*
  * Without MRG_RXBUF an RX buffer holds 4096 payload bytes: a larger
  * datagram is dropped and counted (never split), one that fits arrives.
  */
@@ -831,6 +912,7 @@ int main(void)
 	FX_ADD(s, t_no_rx_buffer, 30);
 	FX_ADD(s, t_no_mrg_too_big, 30);
 	FX_ADD(s, t_rx_reserve, 30);
+	FX_ADD(s, t_rx_idle_pumps_give_back, 60);
 	FX_ADD(s, t_malformed, 30);
 	FX_ADD(s, t_g2g, 30);
 	FX_ADD(s, t_flood_no_stall, 120);

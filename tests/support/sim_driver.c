@@ -866,6 +866,12 @@ static void rx_fill(struct sim_drv *drv, unsigned int max)
 			break;
 }
 
+/* The driver's automatic refill: Linux 6.1's rule unless cfg.rx_refill_eager. */
+static bool rx_refill_due(const struct sim_drv *drv)
+{
+	return drv->refill && (drv->cfg.rx_refill_eager || drv->rx_posted < drv->rx_target / 2);
+}
+
 /* Check a used element; return its chain or NULL (counted as an error). */
 static struct sim_chain *used_chain(struct sim_drv *drv, struct sim_vq *vq, unsigned int q,
 				    uint16_t pos, uint32_t *len)
@@ -1002,8 +1008,8 @@ static unsigned int rx_process(struct sim_drv *drv)
 		if (!rx_one(drv, avail))
 			break;
 		done++;
-		if (drv->refill && !(done & 15)) {
-			rx_fill(drv, 16);
+		if (rx_refill_due(drv) && !(done & 15)) {
+			rx_fill(drv, drv->cfg.rx_refill_eager ? 16 : ~0u);
 			vq_kick(drv, vq);
 		}
 	}
@@ -1192,7 +1198,7 @@ static void *service_thread(void *arg)
 			tx_process(drv);
 			rx_process(drv);
 			evt_process(drv);
-			if (drv->refill)
+			if (rx_refill_due(drv))
 				rx_fill(drv, ~0u);
 			vq_kick(drv, &drv->vq[VSOCK_VQ_RX]);
 			sim__flush_ctl(drv);

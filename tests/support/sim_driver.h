@@ -100,6 +100,13 @@ struct sim_drv_config {
 	 */
 	bool peer_guests;
 	bool no_rx_refill; /* do not repost consumed RX buffers (sim_rx_refill) */
+	/*
+	 * Repost consumed RX buffers as soon as they are consumed. Default
+	 * (false): as Linux 6.1 does (net/vmw_vsock/virtio_transport.c,
+	 * virtio_transport_rx_work()), refill the queue to the full target
+	 * only once fewer than half of it is left with the device.
+	 */
+	bool rx_refill_eager;
 	bool rx_start_empty; /* attach posts no RX buffers (with no_rx_refill) */
 	/*
 	 * Reuse the most recently freed descriptors first (LIFO), so that a new

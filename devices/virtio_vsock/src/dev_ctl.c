@@ -592,6 +592,7 @@ void ctl_step_dgram(struct vsock_dev *dev)
 		dgram_rx(&dev->dg, s, &dev->ctl.dg_rc, now);
 	}
 	dgram_reap(&dev->dg);
+	pump_dgram_short(dev);
 }
 
 static void *ctl_main(void *arg)
@@ -642,6 +643,7 @@ static void *ctl_main(void *arg)
 			case SRC_DGRAM:
 				dgram_rx(&dev->dg, (struct dgram_sock *)src, &dev->ctl.dg_rc,
 					 killq_now(&dev->kq));
+				pump_dgram_short(dev);
 				break;
 			}
 		}

@@ -110,5 +110,14 @@ void rx_return_all(struct vsock_dev *dev, bool give_back);
  * Return: true when @p stays starved; false when chains came (go on).
  */
 bool pump_starve(struct pump *p);
+/*
+ * pump_dgram_short() - if rxq_dgram_put() ran short of chains since the last
+ * call (rxq->dgram_short), ask every pump to put the chains it keeps while
+ * idle in the pool, where the next datagram finds them. Without this a
+ * Linux guest, which refills only below half its RX buffers, and idle
+ * pumps holding up to half the queue stall host-to-guest datagrams while
+ * no stream moves. Any thread.
+ */
+void pump_dgram_short(struct vsock_dev *dev);
 
 #endif

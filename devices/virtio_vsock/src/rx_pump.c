@@ -186,10 +186,24 @@ static void retire(struct pump *p, struct conn *c)
 	p->zombies = c;
 }
 
+/* Ask every pump but @except to put its reserved, unused chains in the pool. */
+static void ask_give_back(struct vsock_dev *dev, const struct pump *except)
+{
+	unsigned int i;
+
+	for (i = 0; i < dev->n_pumps; i++) {
+		struct pump *q = &dev->pumps[i];
+
+		if (q == except)
+			continue;
+		atomic_store(&q->give_back, true);
+		pump_wake(q);
+	}
+}
+
 bool pump_starve(struct pump *p)
 {
 	struct vsock_dev *dev = p->dev;
-	unsigned int i;
 
 	pthread_mutex_lock(&p->lock);
 	pump_set_starved(p, true);
@@ -206,15 +220,14 @@ bool pump_starve(struct pump *p)
 	 * them, see pump_main()): ask them to return theirs to the pool,
 	 * which wakes the starved pumps (pump_rx_kicked()).
 	 */
-	for (i = 0; i < dev->n_pumps; i++) {
-		struct pump *q = &dev->pumps[i];
-
-		if (q == p)
-			continue;
-		atomic_store(&q->give_back, true);
-		pump_wake(q);
-	}
+	ask_give_back(dev, p);
 	return true;
+}
+
+void pump_dgram_short(struct vsock_dev *dev)
+{
+	if (atomic_exchange(&dev->rx.dgram_short, false))
+		ask_give_back(dev, NULL);
 }
 
 static enum serve_result serve(struct pump *p, struct conn *c)
@@ -292,6 +305,7 @@ static void serve_routed(struct pump *p)
 	       route_rx_serve(p->dev->route, &p->rc, &p->dg_rc, &budget) == -EAGAIN &&
 	       !pump_starve(p))
 		;
+	pump_dgram_short(p->dev); /* this pump's own chains too, at its idle turn */
 }
 
 static void free_zombies(struct pump *p)

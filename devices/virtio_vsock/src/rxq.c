@@ -452,20 +452,27 @@ static int dgram_pop(struct rxq_cache *rc, uint32_t len)
 {
 	struct rxq *q = rc->q;
 	unsigned int max = q->mrg ? RX_BATCH : 1, reserve = q->vq.num / 4;
-	uint16_t start = q->vq.last_avail, avail = vq_avail_count(&q->vq);
+	uint16_t start = q->vq.last_avail;
+	unsigned int have = vq_avail_count(&q->vq) + q->pool_n, pooled = 0, k;
 	uint32_t room = 0;
 	bool bad = false, too_big;
 
 	while (rc->n < max && (room < len || !rc->n)) {
 		struct rx_slot *s = ring_slot(rc, rc->n);
-		int r;
+		int r = 1;
 
-		if ((unsigned int)(uint16_t)(q->vq.last_avail - start) + reserve >= avail)
+		if (pooled + (unsigned int)(uint16_t)(q->vq.last_avail - start) + reserve >= have)
 			break;
-		s->c.iov = s->iov;
-		s->c.cap = RX_SLOT_IOV;
-		s->pos = q->vq.last_avail;
-		r = vq_pop(&q->vq, &s->c);
+		if (q->pool_n && pooled == rc->n) {
+			/* Pool chains first, so that a failure puts them back in order. */
+			slot_copy(s, &q->pool[--q->pool_n]);
+			pooled++;
+		} else {
+			s->c.iov = s->iov;
+			s->c.cap = RX_SLOT_IOV;
+			s->pos = q->vq.last_avail;
+			r = vq_pop(&q->vq, &s->c);
+		}
 		if (r == 1 && !s->c.n_out && (rc->n || s->c.in_len >= q->hdr_len)) {
 			room += rc->n ? s->c.in_len : s->c.in_len - q->hdr_len;
 			rc->n++;
@@ -485,6 +492,8 @@ static int dgram_pop(struct rxq_cache *rc, uint32_t len)
 	too_big = !q->mrg && rc->n == 1 && room < len;
 	if (!bad) {
 		q->vq.last_avail = start; /* un-pop: nothing else popped meanwhile */
+		for (k = 0; k < pooled; k++) /* slots 0 .. pooled - 1 came from the pool */
+			slot_copy(&q->pool[q->pool_n++], ring_slot(rc, pooled - 1 - k));
 		rc->n = 0;
 	} else {
 		while (rc->n) {
@@ -506,6 +515,8 @@ int rxq_dgram_put(struct rxq_cache *rc, struct virtio_vsock_hdr *h, const void *
 	pthread_mutex_lock(&q->lock);
 	ret = dgram_pop(rc, len);
 	pthread_mutex_unlock(&q->lock);
+	if (ret == -EAGAIN)
+		atomic_store(&q->dgram_short, true);
 	if (ret) {
 		rxq_flush(rc); /* bad chains given back, if any */
 		return ret;

@@ -27,6 +27,7 @@
 #define SKIFF_VSOCK_RXQ_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -59,6 +60,11 @@ struct rxq {
 	struct vq vq;
 	struct rx_slot *pool; /* chains popped but unused, returned by idle threads */
 	unsigned int pool_n, pool_cap;
+	/*
+	 * rxq_dgram_put() found too few chains: the threads that keep reserved
+	 * chains while idle are to put them in the pool (pump_dgram_short()).
+	 */
+	atomic_bool dgram_short;
 
 	/* Set by rxq_start() (no thread running), then read-only. */
 	bool mrg; /* VIRTIO_VSOCK_F_MRG_RXBUF: 46-byte header, packets span chains */
@@ -203,13 +209,19 @@ int rxq_send_hdr(struct rxq_cache *rc, const struct virtio_vsock_hdr *h);
 /*
  * rxq_dgram_put() - one datagram (@h, host order, h->len == @len; @len <=
  * 64 KiB payload bytes at @data) on the RX queue now or never, from a
- * thread whose cache @rc is empty on entry (and is on return). Chains are
- * popped from the ring only (not the pool, not other threads' caches) and
- * only while more than a quarter of the queue size stays available, so
- * datagrams never take the RX buffers streams need last; one chain without
- * MRG_RXBUF, up to RX_BATCH with it (one packet, num_buffers set). Chains
- * popped for a datagram that does not fit are un-popped. Never asks the
- * driver for a kick. Counts rx_pkts/rx_bytes as rxq_put().
+ * thread whose cache @rc is empty on entry (and is on return). Chains come
+ * from the pool first, then the ring (never from other threads' caches),
+ * and only while more than a quarter of the queue size stays available in
+ * the two together, so datagrams never take the RX buffers streams need
+ * last; one chain without MRG_RXBUF, up to RX_BATCH with it (one packet,
+ * num_buffers set). Chains taken for a datagram that does not fit go back
+ * where they came from (ring chains are un-popped). Never asks the driver
+ * for a kick. Counts rx_pkts/rx_bytes as rxq_put().
+ * On -EAGAIN sets q->dgram_short: a Linux guest refills its RX queue only
+ * once fewer than half its buffers are left with the device
+ * (virtio_transport.c, rx_buf_nr < rx_buf_max_nr / 2), and idle pumps may
+ * keep up to half the queue reserved, so the datagram path can stall for
+ * good unless they give those chains to the pool.
  * Return: 0 (published, one interrupt check); -EAGAIN: not enough RX
  * buffers now (beyond the reserve); -EMSGSIZE: without MRG_RXBUF, larger
  * than the first RX buffer.
