@@ -45,7 +45,7 @@ import time
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
 sys.path.insert(0, os.path.join(REPO, "tests/support"))
-from guest_watch import GuestRun, exit_if_skipped, finish_peer  # noqa: E402
+from guest_watch import GuestRun, exit_if_skipped, finish_peer, serve_scripts  # noqa: E402
 INNER_ENV = "SKIFF_GAB_INNER"  # set inside the emulated host: "emulated" or "direct"
 CTL_PORT = 999
 GUEST_CID = 3
@@ -385,36 +385,27 @@ class Boot:
 
     def plan_server(self, srv):
         """Serve one step script per fetch (init.sh control mode), then an empty one."""
-        served = 0
-        while not self.done.is_set():
+        serve_scripts(srv, self.done, self.next_script)
+
+    def next_script(self, served):
+        script = ""
+        if 0 < served <= len(self.steps):
+            self.steps[served - 1].dev1 = self.dev_snapshot()
+        if self.turn and served > 0:
+            self.turn.done(self.bid, served - 1)  # the guest is back: its last step ended
+        if self.turn and served < len(self.steps) and not self.turn.wait(self.bid, served, self.done):
+            self.turn_timeouts += 1
+        if served < len(self.steps):
+            st = self.steps[served]
+            self.log(f"pair {self.pair + 1} {self.variant}: step {served + 1} ({st.kind} {st.suffix}) starts")
             try:
-                conn, _ = srv.accept()
-            except socket.timeout:
-                continue
-            script = ""
-            if 0 < served <= len(self.steps):
-                self.steps[served - 1].dev1 = self.dev_snapshot()
-            if self.turn and served > 0:
-                self.turn.done(self.bid, served - 1)  # the guest is back: its last step ended
-            if self.turn and served < len(self.steps) and not self.turn.wait(self.bid, served, self.done):
-                self.turn_timeouts += 1
-            if served < len(self.steps):
-                st = self.steps[served]
-                self.log(f"pair {self.pair + 1} {self.variant}: step {served + 1} ({st.kind} {st.suffix}) starts")
-                try:
-                    self.start_peer(st)
-                    st.dev0 = self.dev_snapshot()
-                    script = st.guest + "\n"
-                except (OSError, RuntimeError) as e:
-                    st.error = str(e)
-                    script = "echo 'GUEST-BENCH status=fail err=EHOSTDOWN where=host-peer'\n"
-            served += 1
-            try:
-                conn.sendall(script.encode())
-            except OSError:
-                pass
-            conn.close()
-        srv.close()
+                self.start_peer(st)
+                st.dev0 = self.dev_snapshot()
+                script = st.guest + "\n"
+            except (OSError, RuntimeError) as e:
+                st.error = str(e)
+                script = "echo 'GUEST-BENCH status=fail err=EHOSTDOWN where=host-peer'\n"
+        return script
 
     def on_line(self, line):
         self.console.append(line)

@@ -30,6 +30,7 @@ runs COMMAND, or exits 77 saying why when SKIFF_SKIP_GUESTS skips KIND (2 on a b
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -216,6 +217,28 @@ class GuestRun:
         """The reason and the last @n console lines, for a failure message."""
         return "\n".join([f"guest: {self.reason()}", f"--- guest console (last {n} lines) ---"]
                          + self.tail(n) + ["--- end of guest console ---"])
+
+
+def serve_scripts(srv, done, next_script):
+    """init.sh's control mode (skiff.ctl=PORT) from the host side: @srv listens (with a
+    timeout) on <uds>_<PORT>; each time the guest fetches, send it next_script(n), n the
+    number served before (0 first), and close: one step per fetch, and the guest's fetch of
+    step n + 1 says its step n ended. An empty script ends the guest's loop. Returns, and
+    closes @srv, once the event @done is set."""
+    n = 0
+    while not done.is_set():
+        try:
+            conn, _ = srv.accept()
+        except socket.timeout:
+            continue
+        script = next_script(n)
+        n += 1
+        try:
+            conn.sendall(script.encode())
+        except OSError:
+            pass  # the guest gave up on this fetch: its console says so
+        conn.close()
+    srv.close()
 
 
 def wait_any(guests, timeout):
