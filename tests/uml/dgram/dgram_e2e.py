@@ -24,8 +24,14 @@ Every datagram is a pattern.h pattern checked whole on the receiving side; the d
 counters skiff-vsock prints at SIGTERM must equal what was sent, received and dropped,
 and the guest transport's own dgram_rx_drops must stay zero. Waits are bounded (60 s per
 datagram here, 20 s in the guest), nothing is timed.
-Usage: dgram_e2e.py --skiff-vsock BIN --initrd FILE --mode host|peer --mrg on|off [--n N]
-Exit 0 pass, 1 fail, 77 skipped (no patched UML kernel: run scripts/build-kernels.sh)."""
+--vmm skiff   skiff's own path (--mode host only): the patched x86-64 kernel booted by skiff
+              with its in-process device (--vsock cid=3,uds=...,dgram=on), the same host
+              side and checks; the counters come from SKIFF_STATS (vsock_dgram_*). Needs a
+              host with hardware-virtualization KVM: tests/skiff-linux/dgram_test.sh runs it
+              in the emulated host.
+Usage: dgram_e2e.py [--vmm uml] --skiff-vsock BIN --initrd FILE --mode host|peer --mrg on|off [--n N]
+       dgram_e2e.py --vmm skiff --skiff BIN --initrd FILE --mode host --mrg on|off [--n N]
+Exit 0 pass, 1 fail, 77 skipped (no patched kernel: run scripts/build-kernels.sh)."""
 import argparse
 import os
 import re
@@ -169,36 +175,44 @@ def zero_drops(c):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--skiff-vsock", required=True)
+    ap.add_argument("--vmm", choices=("uml", "skiff"), default="uml")
+    ap.add_argument("--skiff-vsock")
+    ap.add_argument("--skiff")
     ap.add_argument("--initrd", required=True)
     ap.add_argument("--mode", choices=("host", "peer"), required=True)
     ap.add_argument("--mrg", choices=("on", "off"), required=True)
     ap.add_argument("--n", type=int, default=40)
     ap.add_argument("--kernel")
     a = ap.parse_args()
+    skiff = a.vmm == "skiff"
+    if (skiff and (not a.skiff or a.mode != "host")) or (not skiff and not a.skiff_vsock):
+        ap.error("--vmm skiff takes --skiff and --mode host; --vmm uml takes --skiff-vsock")
     mrg = a.mrg == "on"
+    arch = "x86_64" if skiff else "um"
     if not a.kernel:
-        r = subprocess.run([os.path.join(REPO, "scripts/build-kernels.sh"), "--print-path", "patched", "um"],
+        r = subprocess.run([os.path.join(REPO, "scripts/build-kernels.sh"), "--print-path", "patched", arch],
                            capture_output=True, text=True)
         if r.returncode:
-            print("dgram_e2e: SKIP: no patched um kernel; run scripts/build-kernels.sh")
+            print(f"dgram_e2e: SKIP: no patched {arch} kernel; run scripts/build-kernels.sh")
             return 77
         a.kernel = r.stdout.strip()
     n = a.n
     with tempfile.TemporaryDirectory(prefix="dge-") as d:
         cids = (3,) if a.mode == "host" else (3, 4)
         hs = [f"{d}/h{c}" for c in cids]
-        argv = [a.skiff_vsock, "--dgram", "on", "--mrg-rxbuf", a.mrg]
-        for c, h in zip(cids, hs):
-            argv += ["--guest", f"socket={d}/vu{c},cid={c},uds={h}"]
         log = open(f"{d}/skiff-vsock.log", "w+")
-        dev = subprocess.Popen(argv, stderr=log)
-        deadline = time.monotonic() + 10
-        while not all(os.path.exists(f"{d}/vu{c}") for c in cids):
-            if dev.poll() is not None or time.monotonic() > deadline:
-                print("dgram_e2e: FAIL: skiff-vsock did not come up")
-                return 1
-            time.sleep(0.02)
+        dev = None
+        if not skiff:
+            argv = [a.skiff_vsock, "--dgram", "on", "--mrg-rxbuf", a.mrg]
+            for c, h in zip(cids, hs):
+                argv += ["--guest", f"socket={d}/vu{c},cid={c},uds={h}"]
+            dev = subprocess.Popen(argv, stderr=log)
+            deadline = time.monotonic() + 10
+            while not all(os.path.exists(f"{d}/vu{c}") for c in cids):
+                if dev.poll() is not None or time.monotonic() > deadline:
+                    print("dgram_e2e: FAIL: skiff-vsock did not come up")
+                    return 1
+                time.sleep(0.02)
         side = host_side(a, hs[0], n, mrg) if a.mode == "host" else peer_side(a, hs)
         next(side)  # host sockets bound before any guest boots
         errs = []
@@ -217,9 +231,15 @@ def main():
             else:
                 run = f"vsock-dgram peer {PORT} {cids[1 - i]} {n} {'ab'[i]} {int(mrg)} {ONE_RX}"
             out = open(f"{d}/guest{c}.log", "w+")
+            if skiff:
+                vsock = f"cid={c},uds={hs[i]},mrg-rxbuf={a.mrg},dgram=on"
+                env = dict(os.environ, SKIFF_STATS=f"{d}/skiff-stats", SKIFF_BIN=a.skiff)
+            else:
+                vsock, env = f"{d}/vu{c}", None
             guests.append((c, out, subprocess.Popen(
-                [os.path.join(REPO, "scripts/guest-run.sh"), "uml", "--kernel", a.kernel, "--initrd", a.initrd,
-                 "--vsock", f"{d}/vu{c}", "--timeout", "240", "--run", run], stdout=out, stderr=subprocess.STDOUT)))
+                [os.path.join(REPO, "scripts/guest-run.sh"), a.vmm, "--kernel", a.kernel, "--initrd", a.initrd,
+                 "--vsock", vsock, "--timeout", "240", "--run", run], stdout=out, stderr=subprocess.STDOUT,
+                env=env)))
         for c, out, p in guests:
             try:
                 rc = p.wait(timeout=300)
@@ -237,15 +257,26 @@ def main():
             expect("DGRAM-GUEST-DROPS " + drops in text, f"guest {c}: the guest transport's drops: {drops}")
         t.join(120)
         expect(not t.is_alive() and not errs, f"host side finished without error {errs}")
-        dev.send_signal(signal.SIGTERM)
-        try:
-            rc = dev.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            dev.kill()
-            rc = "hung"
-        expect(rc == 0, f"skiff-vsock: exit 0 on SIGTERM (got {rc})")
-        log.seek(0)
-        ctr = counters(log.read())
+        if skiff:
+            # skiff writes its device counters (key=value lines) at exit.
+            try:
+                with open(f"{d}/skiff-stats") as f:
+                    st = dict(ln.split("=", 1) for ln in f.read().split() if "=" in ln)
+                ctr = {cids[0]: {k[len("vsock_"):]: int(v, 0) for k, v in st.items()
+                                 if k.startswith("vsock_dgram_")}}
+            except (OSError, ValueError) as e:
+                expect(False, f"skiff's SKIFF_STATS counters readable ({e})")
+                ctr = {}
+        else:
+            dev.send_signal(signal.SIGTERM)
+            try:
+                rc = dev.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                dev.kill()
+                rc = "hung"
+            expect(rc == 0, f"skiff-vsock: exit 0 on SIGTERM (got {rc})")
+            log.seek(0)
+            ctr = counters(log.read())
         sizes = [dev_size(i, mrg) for i in range(n)]
         big, small = (MAX_DGRAM, 1) if mrg else (ONE_RX + 1, ONE_RX)
         if a.mode == "host":
@@ -277,7 +308,7 @@ def main():
         if fails:
             log.seek(0)
             print("--- skiff-vsock log ---\n" + log.read()[-3000:])
-    print(f"dgram_e2e: {'FAIL' if fails else 'pass'} ({a.mode}, mrg {a.mrg}, {len(fails)} failures)")
+    print(f"dgram_e2e: {'FAIL' if fails else 'pass'} ({a.vmm}, {a.mode}, mrg {a.mrg}, {len(fails)} failures)")
     return 1 if fails else 0
 
 
