@@ -7,7 +7,21 @@
  *
  *   one stream, guest->host and host->guest, payloads 256 B, 4 KiB, 64 KiB,
  *   with and without MRG_RXBUF; then 8 host->guest streams with 1, 2 and 4
- *   RX pump threads (64 KiB payloads, MRG_RXBUF).
+ *   RX pump threads (64 KiB payloads, MRG_RXBUF); then datagrams
+ *   (VIRTIO_VSOCK_F_DGRAM, rows "g2hD" / "h2gD"), one sender each way, the
+ *   same payloads, MRG_RXBUF, against an AF_UNIX SOCK_DGRAM socketpair.
+ *
+ * Datagrams: guest to host, the simulated guest sends DGRAM packets from its
+ * TX buffers (sim_dgram_send(NULL): no copy) to host port PORT, the device
+ * sendmsg()s them to "<uds>_dgram_<PORT>" (copy 1), a host reader recv()s
+ * (copy 2). Host to guest, a host writer bound at "<uds>_dgram_<PORT>" and
+ * connected to the device's "<uds>_dgram_g<GPORT>" send()s (copy 1), the
+ * device recvfrom()s into its buffer (copy 2) and writes the datagram into
+ * the guest's RX buffers (copy 3), and a guest thread takes each from the
+ * simulated driver's queue, which copies it out (copy 4, as a guest's
+ * recv() would). Throughput counts what the receiving end got: datagrams
+ * the device or the driver dropped (no RX buffer, host socket full, the
+ * driver's queue full) are not counted, and --verbose shows the drops.
  *
  * Fairness: both sides move every byte with two copies. Socketpair: the
  * writer's send() copies into the kernel, the reader's recv() copies out.
@@ -50,6 +64,7 @@
  *                    combination (e.g. g2h:8:256:0); THREADS defaults to 0
  *                    (the device's default); bench/lib_ab.sh uses it
  *   --device-only    skip the socketpair runs (for profilers: callgrind)
+ *   --no-dgram       leave out the datagram rows
  *   --verbose        per run: device counters and context switches per MiB
  * Columns: direction, streams, RX pump threads (0: the device default),
  * payload bytes per call, MRG_RXBUF; device GB/s and M messages/s; the
@@ -62,8 +77,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,6 +92,8 @@
 #define MAX_STREAMS 8
 #define MAX_REPS 15
 
+#define GPORT 7001 /* the guest's datagram port */
+
 enum dir { G2H, H2G };
 
 struct stream {
@@ -82,6 +102,7 @@ struct stream {
 	int fd; /* host side (device case) or the reading/writing end (socketpair) */
 	int fd2; /* socketpair: the other end */
 	struct sim_conn *c;
+	struct sim_drv *drv; /* datagram runs */
 	uint64_t bytes; /* at the receiving end; atomic */
 	pthread_t t[2];
 	int nthreads;
@@ -106,7 +127,7 @@ struct result {
 	const char *dir;
 	unsigned int streams, rx_threads;
 	size_t payload;
-	int mrg;
+	int mrg, dgram;
 	double gbps, msgs, sp_gbps, sp_msgs, ratio, ratio_min, ratio_max;
 	double cpu, sp_cpu; /* CPU ns per KiB, medians */
 	int ok;
@@ -194,6 +215,35 @@ static void *guest_sender(void *arg)
 	return NULL;
 }
 
+/* Guest datagram sender: one payload per DGRAM packet, from the TX buffers (no copy). */
+static void *guest_dgram_sender(void *arg)
+{
+	struct targ *a = arg;
+
+	pthread_setname_np(pthread_self(), "guest-dsend");
+	while (!a->r->stop)
+		if (sim_dgram_send(a->s->drv, 2, GPORT, PORT, NULL, (uint32_t)a->s->payload, 2000) <
+		    0)
+			break;
+	return NULL;
+}
+
+/* Guest datagram receiver: takes each datagram the driver queued. */
+static void *guest_dgram_receiver(void *arg)
+{
+	struct targ *a = arg;
+	struct sim_pkt pkt;
+
+	pthread_setname_np(pthread_self(), "guest-drecv");
+	while (!a->r->stop) {
+		if (sim_dgram_recv(a->s->drv, &pkt, 50))
+			continue;
+		add_bytes(a->s, pkt.hdr.len);
+		sim_pkt_free(&pkt);
+	}
+	return NULL;
+}
+
 static void sink(void *opaque, const struct iovec *iov, int iovcnt, size_t len, uint32_t flags)
 {
 	(void)iov;
@@ -236,6 +286,10 @@ static void ctr_delta(struct vsock_dev_counters *d, const struct vsock_dev_count
 	d->kicks = b->kicks - a->kicks;
 	d->irqs_sent = b->irqs_sent - a->irqs_sent;
 	d->irqs_suppressed = b->irqs_suppressed - a->irqs_suppressed;
+	d->dgram_tx_pkts = b->dgram_tx_pkts - a->dgram_tx_pkts;
+	d->dgram_tx_drop_full = b->dgram_tx_drop_full - a->dgram_tx_drop_full;
+	d->dgram_rx_pkts = b->dgram_rx_pkts - a->dgram_rx_pkts;
+	d->dgram_rx_drop_no_buf = b->dgram_rx_drop_no_buf - a->dgram_rx_drop_no_buf;
 }
 
 /* Warm up, then measure over g_duration. @dev: device counters, or NULL. */
@@ -289,8 +343,12 @@ static void join_all(struct run *r)
 			pthread_join(r->s[i].t[k], NULL);
 }
 
-/* Plain AF_UNIX socketpairs moving @payload one way. out->bps < 0 on failure. */
-static void run_socketpair_once(unsigned int nstreams, size_t payload, struct sample *out)
+/*
+ * Plain AF_UNIX socketpairs (SOCK_DGRAM with @dgram, else SOCK_STREAM) moving
+ * @payload one way. out->bps < 0 on failure.
+ */
+static void run_socketpair_once(unsigned int nstreams, size_t payload, int dgram,
+				struct sample *out)
 {
 	struct run r;
 	unsigned int i;
@@ -300,7 +358,8 @@ static void run_socketpair_once(unsigned int nstreams, size_t payload, struct sa
 	memset(out, 0, sizeof(*out));
 	out->bps = -1;
 	for (i = 0; i < nstreams; i++) {
-		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		if (socketpair(AF_UNIX, (dgram ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0, sv) <
+		    0)
 			goto stop;
 		r.nstreams++;
 		r.s[i].payload = payload;
@@ -433,6 +492,154 @@ out:
 	sim_drv_destroy(drv);
 }
 
+/* Host datagram reader (device runs): one datagram per recv(), a 100 ms timeout. */
+static void *host_dgram_reader(void *arg)
+{
+	struct targ *a = arg;
+	uint8_t *buf = malloc(a->s->payload);
+
+	pthread_setname_np(pthread_self(), "host-dread");
+	while (buf && !a->r->stop) {
+		ssize_t n = recv(a->s->fd, buf, a->s->payload, 0);
+
+		if (n > 0)
+			add_bytes(a->s, (uint64_t)n);
+		else if (n < 0 && errno != EAGAIN && errno != EINTR)
+			break;
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Host datagram writer (device runs): one datagram per send(), a 100 ms timeout. */
+static void *host_dgram_writer(void *arg)
+{
+	struct targ *a = arg;
+	uint8_t *buf = calloc(1, a->s->payload);
+
+	pthread_setname_np(pthread_self(), "host-dwrite");
+	while (buf && !a->r->stop) {
+		ssize_t n = send(a->s->fd, buf, a->s->payload, 0);
+
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			break;
+	}
+	free(buf);
+	return NULL;
+}
+
+/* "<uds>_dgram_<kind><port>" into @sa; its length. */
+static socklen_t dgram_addr(struct sockaddr_un *sa, const char *uds, const char *kind,
+			    unsigned int port)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	/* hp_tmp_path() names are short: the path always fits. */
+	snprintf(sa->sun_path, sizeof(sa->sun_path), "%.80s_dgram_%.1s%u", uds, kind, port);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(sa->sun_path) + 1);
+}
+
+/*
+ * Device path, datagrams (file header): one sender, MRG_RXBUF, the device
+ * default RX pumps. out->bps < 0 on a set-up failure.
+ */
+static void run_device_dgram_once(enum dir dir, size_t payload, struct sample *out)
+{
+	struct timeval tmo = { .tv_sec = 0, .tv_usec = 100000 };
+	struct sim_drv_config dc = { 0 };
+	struct vsock_dev_config vc = { 0 };
+	struct vsock_dev *dev = NULL;
+	struct sim_drv *drv = NULL;
+	struct sockaddr_un sa;
+	struct stream *s;
+	struct run r;
+	const char *what = NULL;
+	char uds[108], hi[8];
+	socklen_t len;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	memset(out, 0, sizeof(*out));
+	out->bps = -1;
+	s = &r.s[0];
+	s->dir = dir;
+	s->payload = payload;
+	s->fd = s->fd2 = -1;
+	hp_tmp_path(uds, sizeof(uds), "bench");
+	dc.lifo_descs = g_lifo;
+	rc = sim_drv_create(&dc, &drv);
+	if (rc) {
+		what = "sim_drv_create";
+		goto out;
+	}
+	s->drv = drv;
+	vc.guest_cid = sim_drv_guest_cid(drv);
+	vc.uds_path = uds;
+	vc.mrg_rxbuf = 1;
+	vc.dgram = 1;
+	rc = vsock_dev_create(&vc, &dev);
+	if (!rc)
+		rc = sim_drv_attach(drv, dev);
+	if (rc) {
+		what = "device set-up";
+		goto out;
+	}
+	s->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	len = dgram_addr(&sa, uds, "", PORT);
+	if (s->fd < 0 || bind(s->fd, (struct sockaddr *)&sa, len) ||
+	    setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)) ||
+	    setsockopt(s->fd, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof(tmo))) {
+		rc = -errno;
+		what = "host socket";
+		goto out;
+	}
+	r.nstreams = 1;
+	if (dir == H2G) {
+		/* The guest port's socket exists once the guest sent from it. */
+		rc = sim_dgram_send(drv, 2, GPORT, PORT, "hi", 2, 5000);
+		if (!rc && recv(s->fd, hi, sizeof(hi), 0) != 2)
+			rc = -EIO;
+		len = dgram_addr(&sa, uds, "g", GPORT);
+		if (!rc && connect(s->fd, (struct sockaddr *)&sa, len))
+			rc = -errno;
+		if (rc) {
+			what = "guest port socket";
+			goto stop;
+		}
+		start(&r, 0, guest_dgram_receiver);
+		start(&r, 0, host_dgram_writer);
+	} else {
+		start(&r, 0, host_dgram_reader);
+		start(&r, 0, guest_dgram_sender);
+	}
+	measure(&r, dev, out);
+stop:
+	r.stop = 1;
+	join_all(&r);
+	if (g_verbose) {
+		struct vsock_dev_counters t;
+
+		vsock_dev_get_counters(dev, &t);
+		printf("  # device totals: dgram tx %llu (host socket full %llu), rx %llu "
+		       "(no RX buffer %llu)\n",
+		       (unsigned long long)t.dgram_tx_pkts,
+		       (unsigned long long)t.dgram_tx_drop_full,
+		       (unsigned long long)t.dgram_rx_pkts,
+		       (unsigned long long)t.dgram_rx_drop_no_buf);
+	}
+out:
+	if (what) {
+		fprintf(stderr, "vsock_bench: %s: %s\n", what, strerror(-rc));
+		out->bps = -1;
+	}
+	if (s->fd >= 0)
+		close(s->fd);
+	dgram_addr(&sa, uds, "", PORT);
+	unlink(sa.sun_path);
+	vsock_dev_destroy(dev);
+	sim_drv_destroy(drv);
+}
+
 static double median(double *v, int n)
 {
 	qsort(v, (size_t)n, sizeof(v[0]), cmp_double);
@@ -458,13 +665,15 @@ static void print_sample(const char *what, int rep, const struct sample *s)
  * back, alternating which goes first; the ratio is taken within each round.
  */
 static void run_case(struct result *x, enum dir dir, unsigned int nstreams, size_t payload, int mrg,
-		     unsigned int rx_threads)
+		     unsigned int rx_threads, int dgram)
 {
 	double sp[MAX_REPS], dv[MAX_REPS], rt[MAX_REPS], spc[MAX_REPS], dvc[MAX_REPS];
 	struct sample a, b;
 	int i;
 
-	*x = (struct result){ .dir = dir == H2G ? "h2g" : "g2h",
+	*x = (struct result){ .dir = dir == H2G ? (dgram ? "h2gD" : "h2g") :
+						  (dgram ? "g2hD" : "g2h"),
+			      .dgram = dgram,
 			      .streams = nstreams,
 			      .rx_threads = rx_threads,
 			      .payload = payload,
@@ -473,10 +682,13 @@ static void run_case(struct result *x, enum dir dir, unsigned int nstreams, size
 	for (i = 0; i < g_reps; i++) {
 		memset(&a, 0, sizeof(a));
 		if (i % 2 == 0 && !g_device_only)
-			run_socketpair_once(nstreams, payload, &a);
-		run_device_once(dir, nstreams, payload, mrg, rx_threads, &b);
+			run_socketpair_once(nstreams, payload, dgram, &a);
+		if (dgram)
+			run_device_dgram_once(dir, payload, &b);
+		else
+			run_device_once(dir, nstreams, payload, mrg, rx_threads, &b);
 		if (i % 2 == 1 && !g_device_only)
-			run_socketpair_once(nstreams, payload, &a);
+			run_socketpair_once(nstreams, payload, dgram, &a);
 		if (g_verbose) {
 			if (!g_device_only)
 				print_sample("socketpair", i, &a);
@@ -535,14 +747,15 @@ static int write_json(const char *path, const struct result *res, unsigned int n
 
 		fprintf(f,
 			"    {\"dir\": \"%s\", \"streams\": %u, \"rx_threads\": %u, "
-			"\"payload\": %zu, \"mrg_rxbuf\": %s, \"gbps\": %.6f, \"msgs_per_s\": %.1f, "
+			"\"payload\": %zu, \"mrg_rxbuf\": %s, \"dgram\": %s, \"gbps\": %.6f, "
+			"\"msgs_per_s\": %.1f, "
 			"\"socketpair_gbps\": %.6f, \"socketpair_msgs_per_s\": %.1f, "
 			"\"ratio\": %.4f, \"ratio_min\": %.4f, \"ratio_max\": %.4f, "
 			"\"cpu_ns_per_kib\": %.1f, \"socketpair_cpu_ns_per_kib\": %.1f, \"ok\": %s}%s\n",
 			x->dir, x->streams, x->rx_threads, x->payload, x->mrg ? "true" : "false",
-			x->gbps, x->msgs, x->sp_gbps, x->sp_msgs, x->ratio, x->ratio_min,
-			x->ratio_max, x->cpu, x->sp_cpu, x->ok ? "true" : "false",
-			i + 1 < n ? "," : "");
+			x->dgram ? "true" : "false", x->gbps, x->msgs, x->sp_gbps, x->sp_msgs,
+			x->ratio, x->ratio_min, x->ratio_max, x->cpu, x->sp_cpu,
+			x->ok ? "true" : "false", i + 1 < n ? "," : "");
 	}
 	fprintf(f, "  ]\n}\n");
 	return fclose(f) ? -errno : 0;
@@ -591,7 +804,7 @@ static void usage(const char *argv0)
 		"usage: %s [--quick] [--json FILE] [--conn-buf BYTES] [--reps N]\n"
 		"       [--duration S] [--warmup S] [--dir g2h|h2g] [--payload B] [--mrg 0|1]\n"
 		"       [--streams N] [--threads N] [--case DIR:STREAMS:PAYLOAD:MRG[:THREADS]]\n"
-		"       [--device-only] [--verbose]\n",
+		"       [--device-only] [--no-dgram] [--verbose]\n",
 		argv0);
 }
 
@@ -604,7 +817,7 @@ int main(int argc, char **argv)
 	const char *json = NULL;
 	struct one_case one = { 0 };
 	unsigned int n = 0, i, d, m;
-	int quick = 0, failed = 0, have_one = 0;
+	int quick = 0, failed = 0, have_one = 0, f_stream_only = 0;
 
 	for (i = 1; i < (unsigned int)argc; i++) {
 		const char *a = argv[i], *v;
@@ -619,6 +832,10 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(a, "--verbose")) {
 			g_verbose = 1;
+			continue;
+		}
+		if (!strcmp(a, "--no-dgram")) {
+			f_stream_only = 1;
 			continue;
 		}
 		if (!strcmp(a, "--cold-bufs")) {
@@ -675,7 +892,7 @@ int main(int argc, char **argv)
 	printf("dir  st th payload mrg |   GB/s   Mmsg/s | spGB/s sp Mmsg/s | ratio [min  max ] | "
 	       "CPU ns/KiB dev sp\n");
 	if (have_one) {
-		run_case(&res[n], one.dir, one.streams, one.payload, one.mrg, one.threads);
+		run_case(&res[n], one.dir, one.streams, one.payload, one.mrg, one.threads, 0);
 		failed |= !res[n].ok;
 		print_row(&res[n++]);
 	}
@@ -687,7 +904,7 @@ int main(int argc, char **argv)
 				    (f_mrg >= 0 && f_mrg != (long)m) ||
 				    (f_streams >= 0 && f_streams != 1) || f_threads >= 0)
 					continue;
-				run_case(&res[n], d ? H2G : G2H, 1, payloads[i], (int)m, 0);
+				run_case(&res[n], d ? H2G : G2H, 1, payloads[i], (int)m, 0, 0);
 				failed |= !res[n].ok;
 				print_row(&res[n++]);
 			}
@@ -696,10 +913,21 @@ int main(int argc, char **argv)
 		    (f_mrg >= 0 && f_mrg != 1) || (f_streams >= 0 && f_streams != 8) ||
 		    (f_threads >= 0 && f_threads != (long)threads[i]))
 			continue;
-		run_case(&res[n], H2G, 8, 65536, 1, threads[i]);
+		run_case(&res[n], H2G, 8, 65536, 1, threads[i], 0);
 		failed |= !res[n].ok;
 		print_row(&res[n++]);
 	}
+	for (d = 0; d < 2 && !have_one; d++)
+		for (i = 0; i < 3; i++) {
+			if ((f_dir >= 0 && f_dir != (long)d) ||
+			    (f_payload >= 0 && f_payload != (long)payloads[i]) ||
+			    (f_mrg >= 0 && f_mrg != 1) || (f_streams >= 0 && f_streams != 1) ||
+			    f_threads >= 0 || f_stream_only)
+				continue;
+			run_case(&res[n], d ? H2G : G2H, 1, payloads[i], 1, 0, 1);
+			failed |= !res[n].ok;
+			print_row(&res[n++]);
+		}
 	if (json) {
 		int rc = write_json(json, res, n, quick);
 
