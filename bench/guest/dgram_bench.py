@@ -21,7 +21,8 @@ dgram-bench (dgram-bench.c) sends in the guest and receives on the host (g2h), o
 way round (h2g: the guest's receiver first sends a HELLO to each host sender, which then
 answers the address it came from). Senders send as fast as their blocking socket allows for
 --seconds; the receiver stops once it heard nothing for --idle-ms. Figures of a step:
-  MB/s      receiver's bytes / its time from first to last datagram (10^6 B/s)
+  MB/s      bytes received / the longer of the sender's time (first to last send) and
+            the receiver's (first to last datagram), 10^6 B/s: goodput
   loss      1 - datagrams received / datagrams sent (both sides count)
   guest CPU the CPU time of the guest's host processes (UML's whole process tree, every
             thread's schedstat) over the step, per KiB the guest moved (sent for g2h,
@@ -178,7 +179,9 @@ class Step:
         if snd.get("status") != "ok" or rcv.get("status") != "ok":
             return None
         sent, got = int(snd["msgs"]), int(rcv["msgs"])
-        rbytes, rns = int(rcv["bytes"]), int(rcv["ns"])
+        # Goodput over the longer of the two windows (each side's own clock): a receiver
+        # that got 2 datagrams 1 ms apart did not move them at 2 datagrams per ms.
+        rbytes, rns = int(rcv["bytes"]), max(int(rcv["ns"]), int(snd["ns"]))
         moved = int(snd["bytes"]) if self.dir == "g2h" else rbytes
         f = {"mbps": rbytes / rns * 1e3 if rns else 0.0, "offered_mbps":
              int(snd["bytes"]) / int(snd["ns"]) * 1e3 if int(snd["ns"]) else 0.0,
@@ -440,6 +443,11 @@ def num(v, fmt):
     return "-" if v is None else format(v, fmt)
 
 
+def mbps(v):
+    """MB/s with 3 significant digits or so (small rates are not 0)."""
+    return "-" if v is None else format(v, ".2f" if v < 10 else ".1f" if v < 100 else ".0f")
+
+
 def ratio(r, u):
     """vsock/UDP of row @r, or why there is none (UDP moved nothing: every datagram lost)."""
     if r["vsock_over_udp"] is not None:
@@ -455,8 +463,8 @@ def print_table(rows, a):
         v, u, b = r["vsock"], r["udp"], r["udp_baseline"]
         size = fmt_size(r["size"]) + (" (UDP 65507 B)" if r["size"] > UDP_MAX else "")
         pct = (lambda x: "-" if x is None else f"{100 * x:.1f} %")
-        print(f"| {r['dir']} | {size} | {r['senders']} | {num(v['mbps'], '.0f')} | {pct(v['loss'])} "
-              f"| {num(u['mbps'], '.0f')} | {pct(u['loss'])} | {num(b['mbps'], '.0f')} "
+        print(f"| {r['dir']} | {size} | {r['senders']} | {mbps(v['mbps'])} | {pct(v['loss'])} "
+              f"| {mbps(u['mbps'])} | {pct(u['loss'])} | {mbps(b['mbps'])} "
               f"| {ratio(r, u)} | {num(r['limit_mbps'], '.0f')} "
               f"| {num(r['vsock_over_limit'], '.2f')}x | {num(v['guest_cpu_ns_per_kib'], '.0f')} / "
               f"{num(u['guest_cpu_ns_per_kib'], '.0f')} | {num(v['dev_cpu_ns_per_kib'], '.0f')} "
