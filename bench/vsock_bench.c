@@ -528,6 +528,22 @@ static void *host_dgram_writer(void *arg)
 	return NULL;
 }
 
+/* The guest's first datagram on @fd (100 ms receive timeout), waited for up to 5 s. */
+static int recv_hi(int fd, char *buf, size_t cap)
+{
+	double end = now_s() + 5;
+
+	while (now_s() < end) {
+		ssize_t n = recv(fd, buf, cap, 0);
+
+		if (n == 2)
+			return 0;
+		if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+			return -EIO;
+	}
+	return -ETIMEDOUT;
+}
+
 /* "<uds>_dgram_<kind><port>" into @sa; its length. */
 static socklen_t dgram_addr(struct sockaddr_un *sa, const char *uds, const char *kind,
 			    unsigned int port)
@@ -597,8 +613,8 @@ static void run_device_dgram_once(enum dir dir, size_t payload, struct sample *o
 	if (dir == H2G) {
 		/* The guest port's socket exists once the guest sent from it. */
 		rc = sim_dgram_send(drv, 2, GPORT, PORT, "hi", 2, 5000);
-		if (!rc && recv(s->fd, hi, sizeof(hi), 0) != 2)
-			rc = -EIO;
+		if (!rc)
+			rc = recv_hi(s->fd, hi, sizeof(hi));
 		len = dgram_addr(&sa, uds, "g", GPORT);
 		if (!rc && connect(s->fd, (struct sockaddr *)&sa, len))
 			rc = -errno;

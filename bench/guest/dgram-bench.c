@@ -43,10 +43,12 @@
  *     blocked=W errs=E bad=X reorder=Y seq_span=Z utime_us=U stime_us=V [err=NAME where=W]
  * msgs, bytes: datagrams sent (send), received (recv, limit: by the receiver); ns: send,
  * from the first send to the last one's return; recv and limit, from the first datagram
- * received to the last; blocked: sends that returned EAGAIN (a 200 ms SO_SNDTIMEO, or
- * ENOBUFS) and were not counted as sent; errs: sends refused with ECONNREFUSED (an ICMP
- * error from an earlier UDP datagram), not counted either; utime_us, stime_us: this
- * process's CPU time (getrusage) over the run.
+ * received to the last; blocked: sends that returned EAGAIN (a 200 ms SO_SNDTIMEO),
+ * ENOBUFS or EINTR and were not counted as sent; errs: sends refused with ECONNREFUSED
+ * (nobody bound at an AF_UNIX or vsock destination, or a connected UDP socket's ICMP
+ * error), not counted either; utime_us, stime_us: this process's CPU time (getrusage)
+ * over the run. recv prints "DGRAM-BENCH-BOUND" on a line of its own first, once its
+ * socket is bound (a harness starts the sender then).
  * Exit status: 0 ok, 1 failure, 2 usage.
  */
 #ifndef _GNU_SOURCE
@@ -58,6 +60,7 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -316,6 +319,8 @@ static void *sender_main(void *arg)
 		}
 		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS || errno == EINTR) {
 			s->blocked++;
+			if (now_ns() >= s->deadline_ns)
+				break; /* a blocked sender ends on time too */
 			continue;
 		}
 		if (errno == ECONNREFUSED) {
@@ -500,6 +505,8 @@ static int run_recv(const struct opts *o, struct result *res)
 		free(buf);
 		return fd;
 	}
+	printf("DGRAM-BENCH-BOUND\n");
+	fflush(stdout);
 	if (o->rcvbuf && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &o->rcvbuf, sizeof(o->rcvbuf))) {
 		ret = -errno;
 		res->where = "SO_RCVBUF";
@@ -549,7 +556,7 @@ out:
 struct limit_rx {
 	int fd;
 	struct rx *rx;
-	volatile bool senders_done;
+	atomic_bool senders_done;
 };
 
 static void *limit_rx_main(void *arg)
@@ -560,7 +567,8 @@ static void *limit_rx_main(void *arg)
 	if (!buf)
 		return (void *)1;
 	for (;;) {
-		ssize_t n = recv(l->fd, buf, MAX_SIZE + 1, l->senders_done ? MSG_DONTWAIT : 0);
+		bool done = atomic_load(&l->senders_done);
+		ssize_t n = recv(l->fd, buf, MAX_SIZE + 1, done ? MSG_DONTWAIT : 0);
 
 		if (n > 0) {
 			rx_account(l->rx, buf, n);
@@ -568,7 +576,7 @@ static void *limit_rx_main(void *arg)
 		}
 		if (n == 0)
 			continue; /* run_limit()'s wake-up */
-		if (errno == EAGAIN && l->senders_done)
+		if (errno == EAGAIN && done)
 			break;
 		if (errno != EAGAIN && errno != EINTR)
 			break;
@@ -585,6 +593,7 @@ static int run_limit(const struct opts *o, struct result *res)
 	struct sockaddr_un un = { .sun_family = AF_UNIX };
 	socklen_t un_len;
 	pthread_t rt;
+	void *rt_ret = NULL;
 	unsigned int i, started = 0;
 	uint64_t deadline;
 	int sv[2], ret = 0, n;
@@ -654,11 +663,14 @@ static int run_limit(const struct opts *o, struct result *res)
 			res->where = ss[i].where;
 		}
 	}
-	l.senders_done = true;
+	atomic_store(&l.senders_done, true);
 	/* Wake a receiver blocked in recv() with nothing left: an empty datagram, skipped. */
-	if (started)
-		send(ss[0].fd, "", 0, MSG_DONTWAIT);
-	pthread_join(rt, NULL);
+	send(ss[0].fd, "", 0, MSG_DONTWAIT);
+	pthread_join(rt, &rt_ret);
+	if (rt_ret && !ret) {
+		ret = -ENOMEM;
+		res->where = "receiver";
+	}
 	if (started < o->senders && !ret) {
 		ret = -EAGAIN;
 		res->where = "pthread_create";
@@ -716,6 +728,20 @@ static void usage(void)
 			"       dgram-bench limit --size S [--senders N] [--seconds T]\n");
 }
 
+/* Decimal @s, 0 .. @max, into @out. Return: 0, or -EINVAL. */
+static int parse_uint(const char *s, unsigned long max, unsigned int *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v > max)
+		return -EINVAL;
+	*out = (unsigned int)v;
+	return 0;
+}
+
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
@@ -733,8 +759,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "await-hello", no_argument, NULL, 'a' },
 		{ NULL, 0, NULL, 0 },
 	};
+	unsigned int u = 0;
 	char *end;
-	int c, i;
+	int c, i, ret;
 
 	if (argc < 2)
 		return -EINVAL;
@@ -753,6 +780,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		errno = 0;
 		end = NULL;
+		ret = 0;
 		switch (c) {
 		case 'p':
 			for (i = 0; i < 3 && strcmp(optarg, proto_names[i]); i++)
@@ -771,25 +799,27 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->hello = optarg;
 			break;
 		case 'c':
-			o->hello_count = (unsigned int)strtoul(optarg, &end, 10);
+			ret = parse_uint(optarg, MAX_SENDERS, &o->hello_count);
 			break;
 		case 's':
-			o->size = strtoul(optarg, &end, 10);
+			ret = parse_uint(optarg, MAX_SIZE, &u);
+			o->size = u;
 			break;
 		case 'n':
-			o->senders = (unsigned int)strtoul(optarg, &end, 10);
+			ret = parse_uint(optarg, MAX_SENDERS, &o->senders);
 			break;
 		case 'T':
 			o->seconds = strtod(optarg, &end);
 			break;
 		case 'i':
-			o->idle_ms = (unsigned int)strtoul(optarg, &end, 10);
+			ret = parse_uint(optarg, 3600000, &o->idle_ms);
 			break;
 		case 'f':
-			o->first_wait_ms = (unsigned int)strtoul(optarg, &end, 10);
+			ret = parse_uint(optarg, 3600000, &o->first_wait_ms);
 			break;
 		case 'r':
-			o->rcvbuf = (int)strtol(optarg, &end, 10);
+			ret = parse_uint(optarg, 1u << 30, &u);
+			o->rcvbuf = (int)u;
 			break;
 		case 'a':
 			o->await_hello = true;
@@ -797,7 +827,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		default:
 			return -EINVAL;
 		}
-		if (errno || (end && *end))
+		if (ret || errno || (end && *end))
 			return -EINVAL;
 	}
 	if (optind != argc || o->size < MIN_SIZE || o->size > MAX_SIZE || !o->senders ||

@@ -72,6 +72,7 @@ GUEST_CID = 3
 FIRST_PORT = 20000
 UDP_MAX = 65507
 MAX_SENDERS = 8
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 GUEST_DROPS = "/sys/module/vmw_vsock_virtio_transport/parameters/dgram_rx_drops"
 
 
@@ -82,8 +83,11 @@ def parse_size(s):
 
 
 def tree_cpu_ns(root):
-    """CPU time (ns) of process @root and all its descendants, every thread (schedstat)."""
-    kids = {}
+    """CPU time (ns) of process @root and all its descendants: every live thread's
+    schedstat, plus each live process's reaped children (cutime + cstime, clock ticks).
+    A UML guest's processes are host processes the UML kernel reaps, so a guest program
+    that ran and exited between two samples still counts."""
+    kids, reaped = {}, {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -92,12 +96,13 @@ def tree_cpu_ns(root):
                 st = f.read()
         except OSError:
             continue
-        ppid = int(st[st.rindex(")") + 2:].split()[1])
-        kids.setdefault(ppid, []).append(int(d))
+        fields = st[st.rindex(")") + 2:].split()  # fields[0] is stat's field 3 (state)
+        kids.setdefault(int(fields[1]), []).append(int(d))
+        reaped[int(d)] = (int(fields[13]) + int(fields[14])) * 1e9 / CLK_TCK
     tot, todo = 0, [root]
     while todo:
         p = todo.pop()
-        tot += task_cpu_ns(p) or 0
+        tot += (task_cpu_ns(p) or 0) + reaped.get(p, 0)
         todo += kids.get(p, [])
     return tot
 
@@ -135,6 +140,7 @@ class Step:
         self.nominal = size
         self.host = self.guest = None  # result lines (dicts)
         self.host_proc = None
+        self.early = ""  # a host line read before its result (a failure before binding)
         self.error = None
         self.cpu0 = self.cpu1 = self.dev0 = self.dev1 = None
         self.ctr0 = self.ctr1 = None  # skiff-vsock's dgram counters (vsock steps)
@@ -167,8 +173,9 @@ class Step:
                          "--senders", str(n)] + common
             guest = (f"dgram-bench recv --proto {gproto} --bind {guest_bind} --hello {guest_to} "
                      f"--hello-count {n} " + " ".join(common + rx))
-        if self.proto == "vsock":  # where the guest's kernel dropped, by reason (cumulative)
-            guest += f"; echo DGRAM-GUEST-DROPS $(cat {GUEST_DROPS})"
+        # Where the guest's kernel dropped, by reason (cumulative; the same work for both
+        # protocols, inside the measured window).
+        guest += f"; echo DGRAM-GUEST-DROPS $(cat {GUEST_DROPS})"
         return host, guest
 
     def figures(self):
@@ -262,7 +269,7 @@ class Boot:
             st.host_proc.kill()
             out, _ = st.host_proc.communicate()
             st.error = "host side did not finish"
-        for ln in out.splitlines():
+        for ln in (st.early + out).splitlines():
             if ln.startswith("DGRAM-BENCH "):
                 st.host = kv(ln)
         if st.host is None and not st.error:
@@ -287,8 +294,17 @@ class Boot:
             self.limits(st.rep)
         host, guest = st.commands(self.a, self.uds, self.tap)
         self.log(f"{self.variant}: rep {st.rep + 1} {st.proto} {st.key}: {' '.join(host[1:])} | {guest}")
-        st.host_proc = subprocess.Popen(host, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        time.sleep(0.05)  # the host side binds first (a lost HELLO is sent again anyway)
+        try:
+            st.host_proc = subprocess.Popen(host, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        except OSError as e:
+            st.error = f"host side did not start: {e}"
+            return "echo 'DGRAM-BENCH status=fail err=EHOSTDOWN where=host-side'\n"
+        if st.dir == "g2h":
+            # The receiver is bound before the guest sends (or it failed: finish_host says why).
+            line = st.host_proc.stdout.readline()
+            if not line.startswith("DGRAM-BENCH-BOUND"):
+                st.early = line
+        # (h2g: the host sender waits for the guest's HELLO, which is sent again until answered.)
         self.snapshot(st, False)
         return guest + "\n"
 
@@ -362,6 +378,12 @@ class Boot:
                                             "guest side printed no result")
                     self.errors.append(f"{self.variant} rep {st.rep + 1} {st.proto} {st.key}: {st.error}")
         finally:
+            self.done.set()
+            if self.vm and not self.vm.ended.is_set():
+                self.vm.kill("dgram_bench: stopped")
+            for st in self.steps:
+                if st.host_proc and st.host_proc.poll() is None:
+                    st.host_proc.kill()
             if self.dev and self.dev.poll() is None:
                 self.dev.send_signal(signal.SIGTERM)
                 try:
@@ -516,6 +538,11 @@ def main():
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     exit_if_skipped("uml", "dgram_bench")
+
+    def stop(signum, frame):  # SIGTERM/SIGHUP: unwind, so the tap device and the guest go
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
     if a.quick:
         a.sizes, a.senders, a.seconds, a.reps, a.idle_ms = "4K", "1", 0.3, 1, 300
     try:

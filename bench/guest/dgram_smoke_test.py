@@ -5,9 +5,12 @@
 Usage: dgram_smoke_test.py DGRAM_BENCH [extra dgram_bench arguments...]
 Runs `DGRAM_BENCH --quick --json FILE` (4 KiB, 1 sender, both directions; vsock and UDP in
 the patched UML guest, UDP in the baseline one; the AF_UNIX limit) and checks that it exited
-0 and that the JSON holds, for both directions, a throughput above zero for each of the
-three paths and the limit, a loss in [0, 1] for each, guest CPU per KiB for vsock and UDP,
-and no step with a datagram of the wrong length or order. It judges no figure's size.
+0 and that the JSON holds, for both directions: a throughput above zero for vsock, for UDP
+guest to host (both kernels) and for the limit; a loss in [0, 1] for every path; guest CPU
+per KiB for vsock both ways and UDP guest to host; and no step with a datagram of the wrong
+length or order. UDP host to guest may move nothing: its 3-fragment datagrams rarely
+reassemble under the host's flood (bench/guest/README.md), a measurement, not a failure.
+It judges no figure's size.
 Exit status 0 pass, 1 fail, 77 skipped (dgram_bench skipped: SKIFF_SKIP_GUESTS, or no root
 or /dev/net/tun for the tap device).
 """
@@ -25,13 +28,23 @@ def main():
     fails = []
     with tempfile.TemporaryDirectory(prefix="dgs-") as d:
         out = os.path.join(d, "r.json")
-        r = subprocess.run([sys.argv[1], "--quick", "--json", out] + sys.argv[2:], capture_output=True, text=True,
-                           timeout=280)
-        print(r.stdout[-4000:], r.stderr[-2000:], sep="\n")
-        if r.returncode == 77:
+        p = subprocess.Popen([sys.argv[1], "--quick", "--json", out] + sys.argv[2:], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            so, se = p.communicate(timeout=280)
+        except subprocess.TimeoutExpired:
+            p.terminate()  # SIGTERM: dgram_bench removes its tap device and stops its guest
+            try:
+                so, se = p.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                so, se = p.communicate()
+            fails.append("dgram_bench ran past 280 s")
+        print(so[-4000:], se[-2000:], sep="\n")
+        if p.returncode == 77:
             return 77
-        if r.returncode:
-            fails.append(f"dgram_bench exited {r.returncode}")
+        if p.returncode:
+            fails.append(f"dgram_bench exited {p.returncode}")
         if not os.path.exists(out):
             fails.append("no JSON written")
         else:
@@ -48,11 +61,14 @@ def main():
                     fails.append(f"{direction}: no limit")
                 for path in ("vsock", "udp", "udp_baseline"):
                     f = row.get(path, {})
-                    if not (f.get("mbps") or 0) > 0:
+                    moved = path == "vsock" or direction == "g2h"
+                    if f.get("n") != 1:
+                        fails.append(f"{direction} {path}: {f.get('n')} measured steps, want 1")
+                    if moved and not (f.get("mbps") or 0) > 0:
                         fails.append(f"{direction} {path}: no throughput ({f})")
                     if f.get("loss") is None or not 0 <= f["loss"] <= 1:
                         fails.append(f"{direction} {path}: loss {f.get('loss')}")
-                    if path != "udp_baseline" and not (f.get("guest_cpu_ns_per_kib") or 0) > 0:
+                    if moved and path != "udp_baseline" and not (f.get("guest_cpu_ns_per_kib") or 0) > 0:
                         fails.append(f"{direction} {path}: no guest CPU figure")
             for variant, steps in j.get("steps", {}).items():
                 for st in steps:

@@ -472,7 +472,7 @@ END_TEST
  * theirs in the pool (pump_dgram_short()). Small streams first make both
  * pumps reserve; then 1024 host datagrams of 4000 bytes, four times the queue,
  * each sent once the previous one arrived; one that is dropped (no buffer)
- * is sent again, at most 8 times in the whole run.
+ * is sent again, at most 7 resends in the whole run.
  */
 START_TEST(t_rx_idle_pumps_give_back)
 {

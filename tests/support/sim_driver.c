@@ -1008,8 +1008,9 @@ static unsigned int rx_process(struct sim_drv *drv)
 		if (!rx_one(drv, avail))
 			break;
 		done++;
-		if (rx_refill_due(drv) && !(done & 15)) {
-			rx_fill(drv, drv->cfg.rx_refill_eager ? 16 : ~0u);
+		/* Linux 6.1 refills only after the whole run (the main loop). */
+		if (drv->refill && drv->cfg.rx_refill_eager && !(done & 15)) {
+			rx_fill(drv, 16);
 			vq_kick(drv, vq);
 		}
 	}

@@ -196,8 +196,9 @@ static void ask_give_back(struct vsock_dev *dev, const struct pump *except)
 
 		if (q == except)
 			continue;
-		atomic_store(&q->give_back, true);
-		pump_wake(q);
+		/* Already asked: that wake-up is pending, or seen before the pump sleeps. */
+		if (!atomic_exchange(&q->give_back, true))
+			pump_wake(q);
 	}
 }
 
