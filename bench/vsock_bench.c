@@ -167,7 +167,10 @@ struct targ {
 	struct stream *s;
 };
 
-/* Host (or socketpair) reader: one payload per recv(). */
+/*
+ * Host (or socketpair) reader: one payload per recv(). A receive timeout
+ * (the datagram runs' sockets) just tries again.
+ */
 static void *reader(void *arg)
 {
 	struct targ *a = arg;
@@ -177,6 +180,8 @@ static void *reader(void *arg)
 	while (buf && !a->r->stop) {
 		ssize_t n = recv(a->s->fd, buf, a->s->payload, 0);
 
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
 		if (n <= 0)
 			break;
 		add_bytes(a->s, (uint64_t)n);
@@ -185,7 +190,7 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-/* Host (or socketpair) writer: one payload per send(). */
+/* Host (or socketpair) writer: one payload per send(); a send timeout tries again. */
 static void *writer(void *arg)
 {
 	struct targ *a = arg;
@@ -196,6 +201,8 @@ static void *writer(void *arg)
 	while (buf && !a->r->stop) {
 		ssize_t n = send(fd, buf, a->s->payload, MSG_NOSIGNAL);
 
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
 		if (n <= 0)
 			break;
 	}
@@ -492,42 +499,6 @@ out:
 	sim_drv_destroy(drv);
 }
 
-/* Host datagram reader (device runs): one datagram per recv(), a 100 ms timeout. */
-static void *host_dgram_reader(void *arg)
-{
-	struct targ *a = arg;
-	uint8_t *buf = malloc(a->s->payload);
-
-	pthread_setname_np(pthread_self(), "host-dread");
-	while (buf && !a->r->stop) {
-		ssize_t n = recv(a->s->fd, buf, a->s->payload, 0);
-
-		if (n > 0)
-			add_bytes(a->s, (uint64_t)n);
-		else if (n < 0 && errno != EAGAIN && errno != EINTR)
-			break;
-	}
-	free(buf);
-	return NULL;
-}
-
-/* Host datagram writer (device runs): one datagram per send(), a 100 ms timeout. */
-static void *host_dgram_writer(void *arg)
-{
-	struct targ *a = arg;
-	uint8_t *buf = calloc(1, a->s->payload);
-
-	pthread_setname_np(pthread_self(), "host-dwrite");
-	while (buf && !a->r->stop) {
-		ssize_t n = send(a->s->fd, buf, a->s->payload, 0);
-
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			break;
-	}
-	free(buf);
-	return NULL;
-}
-
 /* The guest's first datagram on @fd (100 ms receive timeout), waited for up to 5 s. */
 static int recv_hi(int fd, char *buf, size_t cap)
 {
@@ -623,9 +594,9 @@ static void run_device_dgram_once(enum dir dir, size_t payload, struct sample *o
 			goto stop;
 		}
 		start(&r, 0, guest_dgram_receiver);
-		start(&r, 0, host_dgram_writer);
+		start(&r, 0, writer);
 	} else {
-		start(&r, 0, host_dgram_reader);
+		start(&r, 0, reader);
 		start(&r, 0, guest_dgram_sender);
 	}
 	measure(&r, dev, out);
