@@ -227,7 +227,9 @@ bool pump_starve(struct pump *p)
 
 void pump_dgram_short(struct vsock_dev *dev)
 {
-	if (atomic_exchange(&dev->rx.dgram_short, false))
+	/* A plain load first: pump 0 calls this every round, and it is rarely set. */
+	if (atomic_load_explicit(&dev->rx.dgram_short, memory_order_relaxed) &&
+	    atomic_exchange(&dev->rx.dgram_short, false))
 		ask_give_back(dev, NULL);
 }
 
