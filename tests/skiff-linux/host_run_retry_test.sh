@@ -60,6 +60,13 @@ else
 		"skiff: vm0 ended (triple-fault): triple fault on vCPU 0 (RIP 0xffffffff81000000)" 2 0
 	case_ "a guest that stopped (heartbeat gone): retried" 1 \
 		"FAIL skiff guest: guest_watch: the guest stopped: its console silent for 60 s though it writes a line every 10 s (last: SKIFF-ALIVE 41.20 s)" 2 0
+	guard='test-host.sh: the emulated host failed: [   80.875543] BUG: TASK stack guard page was hit at 0000000050d84d48 (stack is 00000000ce94d715..0000000020adb81a)
+ (85.6 s after QEMU started); console tail:
+  | [   80.939593] RIP: 0010:error_entry+0x1e/0x130
+  | [   80.939593] Kernel panic - not syncing: Fatal exception in interrupt'
+	case_ "host stack recursion in error_entry: retried" 123 "$guard" 2 0
+	case_ "host stack overflow elsewhere: not retried" 123 \
+		"${guard/error_entry+0x1e/vsock_recv+0x1e}" 1 123
 	stopped='test-host.sh: the emulated host stopped: no process snapshot from it for 120 s (358.1 s after QEMU started); console tail:
 test-host.sh: its vCPUs (QEMU monitor):
   sample 0: vCPU 0: RIP=ffffffff81a592eb native_safe_halt+0xb IF=1 CPL=0 HLT=1
