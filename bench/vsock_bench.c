@@ -54,6 +54,10 @@
  *   --json FILE      write every figure to FILE
  *   --conn-buf B     the device's per-connection buffer (buf_alloc it
  *                    advertises); default: the device's own default
+ *   --guest-buf B    the simulated guest's socket buffer (its buf_alloc, as
+ *                    SO_VM_SOCKETS_BUFFER_SIZE sets it; 4 KiB .. 64 MiB;
+ *                    default 256 KiB, Linux's): it also caps the guest's
+ *                    send window, min(device's buf_alloc, its own)
  *   --reps N         rounds per case (default 5, at most 15)
  *   --duration S     measured seconds per run (default 0.5)
  *   --warmup S       seconds before measuring (default 0.15)
@@ -135,6 +139,7 @@ struct result {
 
 static double g_duration = 0.5, g_warmup = 0.15;
 static uint32_t g_conn_buf; /* --conn-buf: device buf_alloc per connection, 0: default */
+static uint32_t g_guest_buf; /* --guest-buf: the simulated guest's buf_alloc, 0: 256 KiB */
 static int g_reps = 5;
 static int g_device_only, g_verbose;
 static int g_lifo = 1; /* --cold-bufs clears it */
@@ -410,6 +415,7 @@ static void run_device_once(enum dir dir, unsigned int nstreams, size_t payload,
 	out->bps = -1;
 	hp_tmp_path(uds, sizeof(uds), "bench");
 	dc.lifo_descs = g_lifo;
+	dc.buf_alloc = g_guest_buf;
 	rc = sim_drv_create(&dc, &drv);
 	if (rc) {
 		what = "sim_drv_create";
@@ -554,6 +560,7 @@ static void run_device_dgram_once(enum dir dir, size_t payload, struct sample *o
 	s->fd = s->fd2 = -1;
 	hp_tmp_path(uds, sizeof(uds), "bench");
 	dc.lifo_descs = g_lifo;
+	dc.buf_alloc = g_guest_buf;
 	rc = sim_drv_create(&dc, &drv);
 	if (rc) {
 		what = "sim_drv_create";
@@ -728,7 +735,8 @@ static int write_json(const char *path, const struct result *res, unsigned int n
 		g_duration, g_warmup, g_reps);
 	fprintf(f,
 		"  \"ratio\": \"median over rounds of device/socketpair measured back to back\",\n");
-	fprintf(f, "  \"conn_buf_size\": %u,\n  \"results\": [\n", g_conn_buf);
+	fprintf(f, "  \"conn_buf_size\": %u,\n  \"guest_buf\": %u,\n  \"results\": [\n", g_conn_buf,
+		g_guest_buf);
 	for (i = 0; i < n; i++) {
 		const struct result *x = &res[i];
 
@@ -788,7 +796,7 @@ static int parse_case(const char *v, struct one_case *c)
 static void usage(const char *argv0)
 {
 	fprintf(stderr,
-		"usage: %s [--quick] [--json FILE] [--conn-buf BYTES] [--reps N]\n"
+		"usage: %s [--quick] [--json FILE] [--conn-buf BYTES] [--guest-buf BYTES] [--reps N]\n"
 		"       [--duration S] [--warmup S] [--dir g2h|h2g] [--payload B] [--mrg 0|1]\n"
 		"       [--streams N] [--threads N] [--case DIR:STREAMS:PAYLOAD:MRG[:THREADS]]\n"
 		"       [--device-only] [--no-dgram] [--verbose]\n",
@@ -838,6 +846,16 @@ int main(int argc, char **argv)
 			json = v;
 		} else if (!strcmp(a, "--conn-buf")) {
 			g_conn_buf = (uint32_t)strtoul(v, NULL, 0);
+		} else if (!strcmp(a, "--guest-buf")) {
+			char *end;
+			unsigned long b = strtoul(v, &end, 0);
+
+			if (*end || b < 4096 || b > 64ul << 20) {
+				fprintf(stderr, "%s: --guest-buf %s: 4096 .. 67108864 bytes\n",
+					argv[0], v);
+				return 2;
+			}
+			g_guest_buf = (uint32_t)b;
 		} else if (!strcmp(a, "--reps")) {
 			g_reps = atoi(v);
 		} else if (!strcmp(a, "--duration")) {

@@ -134,7 +134,7 @@ class Step:
         tmo = f"--timeout {a.step_timeout}" + pin_args(a)
         nc = ["--conns", str(conns)]
         if kind == "g2h":
-            self.guest = f"guest-bench send 2:{port} --size {size} --seconds {sec} --max-bytes {mx} " \
+            self.guest = f"guest-bench send 2:{port} --size {size} --seconds {sec} --max-bytes {mx}{gbuf} " \
                          f"--conns {conns} {tmo}"
             self.peer_args = ["sink", "--size", str(size), "--read-size", str(rs)] + nc
         elif kind == "h2g":
@@ -434,6 +434,8 @@ class Boot:
                 "--mrg-rxbuf", a.mrg_rxbuf]
         if a.rx_pkt_max and a.dev_has_rx_pkt_max:
             argv += ["--rx-pkt-max", str(a.rx_pkt_max)]
+        if a.conn_buf:
+            argv += ["--conn-buf", str(a.conn_buf)]
         return argv
 
     def start_device(self):
@@ -478,6 +480,8 @@ class Boot:
         srv.settimeout(0.2)
         threading.Thread(target=self.plan_server, args=(srv,), daemon=True).start()
         vsock = f"cid={GUEST_CID},uds={self.uds},mrg-rxbuf={a.mrg_rxbuf}" if skiff else self.vu_sock
+        if skiff and a.conn_buf:
+            vsock += f",conn-buf={a.conn_buf}"
         argv = [os.path.join(REPO, "scripts/guest-run.sh"), a.vmm, "--kernel", self.kernel, "--initrd", a.initrd,
                 "--vsock", vsock, "--append", f"skiff.ctl={CTL_PORT}", "--timeout", str(a.boot_timeout),
                 "--mem", str(a.mem)]
@@ -673,7 +677,7 @@ def print_table(summary, cfg):
     print()
     print(f"A = {cfg['kernel_a_label']} ({cfg['kernel_a']})\nB = {cfg['kernel_b_label']} ({cfg['kernel_b']})")
     print(f"{cfg['comparison']}; {cfg['pairs']} pair(s) A B; device: mrg_rxbuf={cfg['mrg_rxbuf']}, "
-          f"rx_pkt_max={cfg['rx_pkt_max_applied']}; transfers {cfg['seconds']:g} s or "
+          f"rx_pkt_max={cfg['rx_pkt_max_applied']}, conn_buf={cfg['conn_buf']}, guest_buf={cfg['guest_buf']}; transfers {cfg['seconds']:g} s or "
           f"{fmt_size(cfg['max_bytes'])}; RTT over {cfg['rtt_count']} requests; SO_RCVLOWAT=1 on guest receivers")
     hdr = f"{'figure':<30} {'unit':<7} {'mean A':>9} {'mean B':>9} {'B/A change [95% CI]':>26} " \
           f"{'A/limit':>8} {'B/limit':>8} {'limit':>9}"
@@ -776,7 +780,11 @@ def main():
     ap.add_argument("--read-size", type=parse_size, default=0,
                     help="receive call size on the receiving side (default: the payload size)")
     ap.add_argument("--guest-buf", type=parse_size, default=0,
-                    help="guest SO_VM_SOCKETS_BUFFER_SIZE on receivers (default: kernel default)")
+                    help="guest SO_VM_SOCKETS_BUFFER_SIZE (and _MAX_SIZE) on every guest socket, senders "
+                         "included (default: kernel default, 256 KiB)")
+    ap.add_argument("--conn-buf", type=parse_size, default=0,
+                    help="the device's buf_alloc per connection: skiff-vsock --conn-buf, skiff's "
+                         "--vsock conn-buf= (default: the device's, 256 KiB)")
     ap.add_argument("--limit-seconds", type=float, default=0.3, help="socketpair limit run per size and pair")
     ap.add_argument("--mem", type=int, default=256, help="guest RAM MiB")
     ap.add_argument("--interleave", choices=["step", "boot"], default="step",
@@ -860,6 +868,7 @@ def main():
         "emulated_host": emulated,
         "sizes": a.sizes, "conns": a.conns, "rtt_sizes": a.rtt_sizes, "rtt_count": a.rtt_count, "seconds": a.seconds,
         "max_bytes": a.max_bytes, "read_size": a.read_size or "payload", "guest_buf": a.guest_buf or "default",
+        "conn_buf": a.conn_buf or "default",
         "rcvlowat": 1, "limit_seconds": a.limit_seconds, "guest_mem_mib": a.mem, "nice": -a.nice,
         "order": "per pair: A and B booted together, steps alternating A B (B A in odd pairs)" if a.interleave == "step"
         else "per pair: boot A (all steps), then boot B (all steps)",

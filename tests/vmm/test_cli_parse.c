@@ -87,6 +87,19 @@ START_TEST(one_vm)
 	ck_assert_int_eq(parse(&o, "--vm", "--kernel", "k"), 0);
 	ck_assert_uint_eq(o.nr_vms, 1);
 	run_opts_free(&o);
+	/* conn-buf: a size with K/M suffixes, 4K .. 64M */
+	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock,conn-buf=1M"), 0);
+	ck_assert_uint_eq(o.vms[0].vsock.conn_buf, 1u << 20);
+	run_opts_free(&o);
+	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock"), 0);
+	ck_assert_uint_eq(o.vms[0].vsock.conn_buf, 0);
+	run_opts_free(&o);
+	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock,conn-buf=4095"),
+			 -EINVAL);
+	has("bad --vsock conn-buf '4095'");
+	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock,conn-buf=65M"),
+			 -EINVAL);
+	has("bad --vsock conn-buf '65M'");
 	/* datagrams: on, off, nothing else */
 	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock,dgram=on"), 0);
 	ck_assert(o.vms[0].vsock.dgram && !o.vms[0].vsock.mrg_rxbuf);

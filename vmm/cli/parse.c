@@ -8,13 +8,12 @@
 
 #include "skiff/cli.h"
 
-enum { VSOCK_CID, VSOCK_UDS, VSOCK_RX_THREADS, VSOCK_MRG_RXBUF, VSOCK_DGRAM };
+enum { VSOCK_CID, VSOCK_UDS, VSOCK_RX_THREADS, VSOCK_MRG_RXBUF, VSOCK_DGRAM, VSOCK_CONN_BUF };
 
 int parse_vsock(char *s, const char *orig, struct vsock_opt *out)
 {
-	static const char *const keys[] = {
-		"cid", "uds", "rx-threads", "mrg-rxbuf", "dgram", NULL
-	};
+	static const char *const keys[] = { "cid",   "uds",	 "rx-threads", "mrg-rxbuf",
+					    "dgram", "conn-buf", NULL };
 	struct cli_kv kv = { .keys = keys };
 	const char *mrg, *dgram;
 	uint64_t v;
@@ -59,6 +58,15 @@ int parse_vsock(char *s, const char *orig, struct vsock_opt *out)
 		return -EINVAL;
 	}
 	out->dgram = dgram && !strcmp(dgram, "on");
+	if (kv.val[VSOCK_CONN_BUF]) {
+		if (cli_parse_size(kv.val[VSOCK_CONN_BUF], &v) || v < 4096 || v > (64u << 20)) {
+			cli_bad_value("skiff", "--vsock conn-buf", kv.val[VSOCK_CONN_BUF],
+				      "give a buffer size in bytes from 4096 (4K) to 67108864 "
+				      "(64M), or leave conn-buf out for the default (256K)");
+			return -EINVAL;
+		}
+		out->conn_buf = (uint32_t)v;
+	}
 	return 0;
 }
 

@@ -9,7 +9,7 @@
 #include "libskiff.h"
 
 /* The syntax of --vsock, as the messages and --help give it. */
-#define VSOCK_FORM "cid=N,uds=PATH[,rx-threads=N][,mrg-rxbuf=on|off][,dgram=on|off]"
+#define VSOCK_FORM "cid=N,uds=PATH[,rx-threads=N][,mrg-rxbuf=on|off][,dgram=on|off][,conn-buf=SIZE]"
 
 struct vsock_opt {
 	uint64_t cid; /* 3 .. 0xfffffffe */
@@ -17,6 +17,8 @@ struct vsock_opt {
 	unsigned int rx_threads; /* 0 (not given: device default) or 1 .. max */
 	bool mrg_rxbuf;
 	bool dgram; /* offer VIRTIO_VSOCK_F_DGRAM */
+	uint32_t
+		conn_buf; /* buf_alloc per connection, bytes: 0 (device default) or 4 KiB .. 64 MiB */
 };
 
 /*

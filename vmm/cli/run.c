@@ -240,6 +240,7 @@ static int configure(struct skiff_vm *vm, const struct vm_opts *o, enum sandbox_
 			.rx_threads = o->vsock.rx_threads,
 			.mrg_rxbuf = o->vsock.mrg_rxbuf,
 			.dgram = o->vsock.dgram,
+			.conn_buf_size = o->vsock.conn_buf,
 		};
 
 		err = skiff_vm_set_vsock(vm, &vc);
