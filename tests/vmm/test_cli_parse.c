@@ -97,9 +97,11 @@ START_TEST(one_vm)
 	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock,conn-buf=4095"),
 			 -EINVAL);
 	has("bad --vsock conn-buf '4095'");
+	run_opts_free(&o);
 	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock,conn-buf=65M"),
 			 -EINVAL);
 	has("bad --vsock conn-buf '65M'");
+	run_opts_free(&o);
 	/* datagrams: on, off, nothing else */
 	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock,dgram=on"), 0);
 	ck_assert(o.vms[0].vsock.dgram && !o.vms[0].vsock.mrg_rxbuf);
