@@ -31,7 +31,8 @@
 #                     skiff: more `skiff run` options (e.g. --seccomp log)
 # Exit status: the guest's rc; 123 the guest died: a fatal line on its console (a kernel
 # panic, "Attempted to kill init", an Oops or other die() line, "kernel BUG at"), or the
-# guest's process was killed by a signal (UML aborts after a panic: SIGABRT); 124 timeout;
+# guest's process was killed by a signal (UML aborts after a panic: SIGABRT; but a UML
+# that aborts after its kernel halted keeps the guest's rc, with a warning); 124 timeout;
 # 125 the guest ended without a SKIFF-RESULT line (bad arguments, an early exit). With
 # several SKIFF-RESULT lines (control mode) the first non-zero rc wins; a fatal line wins
 # over any rc. A guest that prints a fatal line is killed --grace seconds later if it has
@@ -248,7 +249,18 @@ if [ "$st" = 124 ] || { [ "$st" = 137 ] && [ "${secs%.*}" -ge "$timeout" ]; }; t
 	tail_console 20
 	exit 124
 fi
-if [ "$st" -gt 128 ]; then
+# UML's host process now and then aborts in its own exit path after the guest kernel
+# halted (its last console line "reboot: System halted" or "reboot: Power down", no fatal
+# line before it): seen 1 in about 50 runs on a loaded machine, in different tests, with
+# every result already printed. Nothing the guest runs is left to go wrong then, so that
+# one case keeps the guest's rc, with a warning; any other signal is a death.
+halted_then_abort() {
+	[ "$kind" = uml ] && [ "$st" = 134 ] &&
+		tr -d '\r' <"$tmp/console" | awk 'NF { l = $0 } END { exit !(l ~ /^reboot: (System halted|Power down)$/) }'
+}
+if [ "$st" -gt 128 ] && halted_then_abort; then
+	echo "guest-run.sh: warning: $kind ended by SIGABRT after the guest halted (UML's own exit path; the guest's results stand)" >&2
+elif [ "$st" -gt 128 ]; then
 	sig=$(kill -l $((st - 128)) 2>/dev/null || echo $((st - 128)))
 	echo "guest-run.sh: $kind guest died: killed by SIG$sig (status $st, $secs s after start)" >&2
 	tail_console 20

@@ -79,6 +79,11 @@ def guest_run_checks():
           GUEST_RUN_LIMIT)
     check("uml SIGABRT without a panic line", uml, "abort", 123,
           [died + "killed by SIGABRT", "start_userspace : expected SIGSTOP"], GUEST_RUN_LIMIT)
+    check("uml SIGABRT after an orderly halt: the guest's rc stands", uml, "halt-abort", 0,
+          ["guest-run.sh: warning: uml ended by SIGABRT after the guest halted", "guest-run.sh: uml guest rc=0"],
+          GUEST_RUN_LIMIT)
+    check("uml SIGABRT after an orderly halt, guest rc 1", uml, "halt-abort-rc", 1,
+          ["guest-run.sh: warning: uml ended by SIGABRT after the guest halted"], GUEST_RUN_LIMIT)
     check("uml exit without a result", uml, "exit", 125, ["without a SKIFF-RESULT line", tail], GUEST_RUN_LIMIT)
     check("uml healthy guest", uml, "ok", 0, ["guest-run.sh: uml guest rc=0"], GUEST_RUN_LIMIT)
     check("uml hang: the timeout still works", uml[:-1] + ["3"], "hang", 124,

@@ -10,6 +10,9 @@
 #   panic-abort the same panic, then die by SIGABRT at once (what UML's panic does)
 #   oops-hang   an x86 Oops and its trace, then hang
 #   abort       a host-side complaint, then SIGABRT without any panic line
+#   halt-abort  SKIFF-RESULT rc=0, SKIFF-END and "reboot: System halted", then SIGABRT
+#               (UML's exit path aborting after an orderly halt)
+#   halt-abort-rc  the same with SKIFF-RESULT rc=1
 #   exit        boot lines, then exit 0 without a SKIFF-RESULT line
 #   hang        print a boot line and hang (only the timeout ends it)
 #   ok          print SKIFF-RESULT rc=0 and exit 0 (the healthy case)
@@ -53,6 +56,13 @@ peer-client-panic)
 	;;
 panic-hang) boot && panic && hang ;;
 panic-abort) boot && panic && kill -ABRT $$ ;;
+halt-abort | halt-abort-rc)
+	boot
+	echo "SKIFF-RESULT step=1 rc=$([ "$SKIFF_FAKE_GUEST" = halt-abort ] && echo 0 || echo 1)"
+	echo "SKIFF-END"
+	echo "reboot: System halted"
+	kill -ABRT $$
+	;;
 oops-hang)
 	boot
 	echo "BUG: kernel NULL pointer dereference, address: 0000000000000008"
