@@ -74,6 +74,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "skiff/cli.h"
+
 #include <linux/vm_sockets.h>
 
 #define MAX_SIZE 65536u
@@ -728,15 +730,12 @@ static void usage(void)
 			"       dgram-bench limit --size S [--senders N] [--seconds T]\n");
 }
 
-/* Decimal @s, 0 .. @max, into @out. Return: 0, or -EINVAL. */
+/* Decimal @s, 0 .. @max, into @out (cli_parse_uint()). Return: 0, or -EINVAL. */
 static int parse_uint(const char *s, unsigned long max, unsigned int *out)
 {
-	char *end;
-	unsigned long v;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || *s == '-' || v > max)
+	if (cli_parse_uint(s, 0, max, &v))
 		return -EINVAL;
 	*out = (unsigned int)v;
 	return 0;
