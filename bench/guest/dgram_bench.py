@@ -65,7 +65,7 @@ REPO = os.path.normpath(os.path.join(HERE, "../.."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests/support"))
 from guest_ab import fmt_size, kv, task_cpu_ns  # noqa: E402
-from guest_watch import GuestRun, exit_if_skipped, serve_scripts  # noqa: E402
+from guest_watch import GuestRun, control_marker, exit_if_skipped, serve_scripts  # noqa: E402
 
 CTL_PORT = 999
 GUEST_CID = 3
@@ -314,17 +314,16 @@ class Boot:
             print(f"  | {line}", flush=True)
         if line.startswith("DGRAM-BENCH-NET ok"):
             self.net_ok = True
-        m = re.match(r"SKIFF-STEP (\d+)$", line)
-        if m:
-            n = int(m.group(1)) - 1  # step 1 is the network set-up
+        mark = control_marker(line)
+        if mark and mark[0] == "step":
+            n = mark[1] - 1  # step 1 is the network set-up
             self.current = self.steps[n - 1] if 1 <= n <= len(self.steps) else None
             return
         cur = self.current
         if cur is None:
             return
-        m = re.match(r"SKIFF-RESULT step=\d+ rc=(\S+)", line)
-        if m:
-            cur.rc = m.group(1)
+        if mark:
+            cur.rc = mark[1]
         elif line.startswith("DGRAM-BENCH "):
             cur.guest = kv(line)
         elif line.startswith("DGRAM-GUEST-DROPS "):

@@ -45,7 +45,7 @@ import time
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
 sys.path.insert(0, os.path.join(REPO, "tests/support"))
-from guest_watch import GuestRun, exit_if_skipped, finish_peer, serve_scripts  # noqa: E402
+from guest_watch import GuestRun, control_marker, exit_if_skipped, finish_peer, serve_scripts  # noqa: E402
 INNER_ENV = "SKIFF_GAB_INNER"  # set inside the emulated host: "emulated" or "direct"
 CTL_PORT = 999
 GUEST_CID = 3
@@ -411,19 +411,17 @@ class Boot:
         self.console.append(line)
         if self.a.verbose:
             print(f"  | {line}", flush=True)
-        # The console lags behind the control socket (the guest may already have fetched
-        # the next step): attribute output by the guest's own SKIFF-STEP markers.
-        m = re.match(r"SKIFF-STEP (\d+)$", line)
-        if m:
-            n = int(m.group(1))
+        # Output belongs to the step of the guest's last SKIFF-STEP marker.
+        mark = control_marker(line)
+        if mark and mark[0] == "step":
+            n = mark[1]
             self.current = self.steps[n - 1] if 1 <= n <= len(self.steps) else None
             return
         cur = self.current
         if cur is None:
             return
-        m = re.match(r"SKIFF-RESULT step=\d+ rc=(\S+)", line)
-        if m:
-            cur.guest_rc = m.group(1)
+        if mark:
+            cur.guest_rc = mark[1]
         elif line.startswith("GUEST-BENCH "):
             cur.guest_line = kv(line)
 

@@ -241,6 +241,22 @@ def serve_scripts(srv, done, next_script):
     srv.close()
 
 
+STEP_LINE = re.compile(r"SKIFF-STEP (\d+)$")
+RESULT_LINE = re.compile(r"SKIFF-RESULT step=\d+ rc=(\S+)")
+
+
+def control_marker(line):
+    """init.sh's control-mode console lines, for harnesses that attribute guest output to
+    the step it belongs to (the console lags behind the control socket: the guest may
+    already have fetched the next step): ("step", n) for "SKIFF-STEP n" (before step n),
+    ("rc", rc) for a step's "SKIFF-RESULT step=n rc=RC", else None."""
+    m = STEP_LINE.match(line)
+    if m:
+        return "step", int(m.group(1))
+    m = RESULT_LINE.match(line)
+    return ("rc", m.group(1)) if m else None
+
+
 def wait_any(guests, timeout):
     """Wait until one of @guests (GuestRun) has ended, at most @timeout seconds; return the
     first one found ended, or None."""
