@@ -131,24 +131,43 @@ out:
 
 int wait_readable(int fd, int bytes, short events)
 {
-	struct pollfd p = { .fd = fd, .events = POLLIN | events };
-	int one = 1, n, err = 0;
+	const short want = POLLIN | events;
+	const double deadline = now_s() + UT_TIMEOUT_MS / 1000.0;
+	struct pollfd p = { .fd = fd };
+	short seen = 0;
+	int one = 1, n, left, err = 0;
 
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &bytes, sizeof(bytes)) < 0)
 		return -errno;
-	for (;;) {
-		n = poll(&p, 1, UT_TIMEOUT_MS);
+	/*
+	 * poll() returns as soon as any one requested event holds, so data can
+	 * be reported before a shutdown that is still on its way (loopback
+	 * queues them as separate packets). Poll again for what is missing;
+	 * POLLIN is level-triggered and stays true while nothing is read.
+	 */
+	while ((seen & want) != want) {
+		left = (int)((deadline - now_s()) * 1000.0);
+		if (left <= 0)
+			break;
+		p.events = want & ~seen;
+		n = poll(&p, 1, left);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0)
+		if (n < 0) {
 			err = -errno;
-		break;
+			break;
+		}
+		if (n == 0)
+			break;
+		seen |= p.revents;
+		if (p.revents & (POLLERR | POLLHUP | POLLNVAL))
+			break;
 	}
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one)) < 0 && !err)
 		err = -errno;
 	if (err)
 		return err;
-	return n ? p.revents : 0;
+	return seen;
 }
 
 int send_all(int fd, const void *buf, size_t len)

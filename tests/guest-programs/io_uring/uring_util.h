@@ -43,9 +43,11 @@ int vsock_connect(int type, unsigned int cid, unsigned int port);
 int vsock_loop_pair(int type, unsigned int port, int *client, int *server);
 
 /*
- * wait_readable() - wait until @fd has @bytes readable (SO_RCVLOWAT + poll),
- * or until it reports @events other than POLLIN. Returns the poll revents,
- * 0 on timeout, -errno on failure.
+ * wait_readable() - wait up to UT_TIMEOUT_MS until @fd has @bytes readable
+ * (SO_RCVLOWAT + poll) and also reports every one of @events (e.g. POLLRDHUP),
+ * or until it reports POLLERR/POLLHUP. Returns the union of the revents seen
+ * (the caller checks which it needs), 0 if none before the timeout, -errno
+ * on failure.
  */
 int wait_readable(int fd, int bytes, short events);
 

@@ -257,7 +257,7 @@ static enum result eof_mshot(enum mshot_op op)
 	err = send_all(s, msg, sizeof(msg));
 	if (!err && shutdown(s, SHUT_WR) < 0)
 		err = -errno;
-	/* The shutdown follows the data on the same queue: RDHUP means both. */
+	/* Both the data and the shutdown must have arrived (POLLIN and POLLRDHUP). */
 	revents = err ? err : wait_readable(c, MSG_BYTES, POLLRDHUP);
 	if (revents <= 0 || !(revents & POLLRDHUP)) {
 		r = fail("peer data and shutdown not seen: revents %d", revents);
