@@ -59,6 +59,10 @@
  *                    SO_VM_SOCKETS_BUFFER_SIZE sets it; 4 KiB .. 64 MiB;
  *                    default 256 KiB, Linux's): it also caps the guest's
  *                    send window, min(device's buf_alloc, its own)
+ *   --ctl auto|own|pump0
+ *                    where the device's control work runs (struct
+ *                    vsock_dev_config.ctl_thread; default auto: on RX
+ *                    pump 0's thread on machines of at most 2 CPUs)
  *   --reps N         rounds per case (default 5, at most 15)
  *   --duration S     measured seconds per run (default 0.5)
  *   --warmup S       seconds before measuring (default 0.15)
@@ -141,6 +145,38 @@ struct result {
 static double g_duration = 0.5, g_warmup = 0.15;
 static uint32_t g_conn_buf; /* --conn-buf: device buf_alloc per connection, 0: default */
 static uint32_t g_guest_buf; /* --guest-buf: the simulated guest's buf_alloc, 0: 256 KiB */
+static unsigned int g_ctl; /* --ctl: enum vsock_ctl_thread, 0: auto */
+static const char *const ctl_names[] = { "auto", "own", "pump0" };
+
+/* --ctl NAME: 0, or -1 (said why) for a name not in ctl_names. */
+static int parse_ctl(const char *v)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(ctl_names) / sizeof(ctl_names[0]); i++)
+		if (!strcmp(v, ctl_names[i])) {
+			g_ctl = i;
+			return 0;
+		}
+	fprintf(stderr, "vsock_bench: --ctl %s: want auto, own or pump0\n", v);
+	return -1;
+}
+
+/*
+ * The --ctl choice into @vc. lib_ab.sh builds this file against older
+ * trees too, whose config has no ctl_thread: there only "auto" runs.
+ */
+static void set_ctl_thread(struct vsock_dev_config *vc)
+{
+#ifdef VSOCK_HAVE_CTL_THREAD
+	vc->ctl_thread = g_ctl;
+#else
+	if (g_ctl) {
+		fprintf(stderr, "vsock_bench: --ctl: this device has no ctl_thread setting\n");
+		exit(2);
+	}
+#endif
+}
 static int g_reps = 5;
 static int g_device_only, g_verbose;
 static int g_lifo = 1; /* --cold-bufs clears it */
@@ -427,6 +463,7 @@ static void run_device_once(enum dir dir, unsigned int nstreams, size_t payload,
 	vc.rx_threads = rx_threads;
 	vc.mrg_rxbuf = mrg;
 	vc.conn_buf_size = g_conn_buf;
+	set_ctl_thread(&vc);
 	rc = vsock_dev_create(&vc, &dev);
 	if (rc) {
 		what = "vsock_dev_create";
@@ -572,6 +609,7 @@ static void run_device_dgram_once(enum dir dir, size_t payload, struct sample *o
 	vc.uds_path = uds;
 	vc.mrg_rxbuf = 1;
 	vc.dgram = 1;
+	set_ctl_thread(&vc);
 	rc = vsock_dev_create(&vc, &dev);
 	if (!rc)
 		rc = sim_drv_attach(drv, dev);
@@ -736,8 +774,9 @@ static int write_json(const char *path, const struct result *res, unsigned int n
 		g_duration, g_warmup, g_reps);
 	fprintf(f,
 		"  \"ratio\": \"median over rounds of device/socketpair measured back to back\",\n");
-	fprintf(f, "  \"conn_buf_size\": %u,\n  \"guest_buf\": %u,\n  \"results\": [\n", g_conn_buf,
-		g_guest_buf);
+	fprintf(f, "  \"conn_buf_size\": %u,\n  \"guest_buf\": %u,\n  \"ctl\": \"%s\",\n",
+		g_conn_buf, g_guest_buf, ctl_names[g_ctl]);
+	fprintf(f, "  \"results\": [\n");
 	for (i = 0; i < n; i++) {
 		const struct result *x = &res[i];
 
@@ -817,7 +856,8 @@ static int parse_buf(const char *argv0, const char *opt, const char *v, uint32_t
 static void usage(const char *argv0)
 {
 	fprintf(stderr,
-		"usage: %s [--quick] [--json FILE] [--conn-buf BYTES] [--guest-buf BYTES] [--reps N]\n"
+		"usage: %s [--quick] [--json FILE] [--conn-buf BYTES] [--guest-buf BYTES]\n"
+		"       [--ctl auto|own|pump0] [--reps N]\n"
 		"       [--duration S] [--warmup S] [--dir g2h|h2g] [--payload B] [--mrg 0|1]\n"
 		"       [--streams N] [--threads N] [--case DIR:STREAMS:PAYLOAD:MRG[:THREADS]]\n"
 		"       [--device-only] [--no-dgram] [--verbose]\n",
@@ -870,6 +910,9 @@ int main(int argc, char **argv)
 				return 2;
 		} else if (!strcmp(a, "--guest-buf")) {
 			if (parse_buf(argv[0], a, v, &g_guest_buf))
+				return 2;
+		} else if (!strcmp(a, "--ctl")) {
+			if (parse_ctl(v))
 				return 2;
 		} else if (!strcmp(a, "--reps")) {
 			g_reps = atoi(v);

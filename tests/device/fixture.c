@@ -10,6 +10,20 @@
 
 #include "fixture.h"
 
+unsigned int fx_ctl_thread(void)
+{
+	const char *v = getenv("SKIFF_TEST_CTL");
+
+	if (!v || !*v || !strcmp(v, "auto"))
+		return VSOCK_CTL_AUTO;
+	if (!strcmp(v, "own"))
+		return VSOCK_CTL_OWN;
+	if (!strcmp(v, "pump0"))
+		return VSOCK_CTL_ON_PUMP0;
+	ck_abort_msg("SKIFF_TEST_CTL=%s: want own, pump0 or auto", v);
+	return VSOCK_CTL_AUTO;
+}
+
 void fx_setup(struct fx *fx, const struct fx_opts *o)
 {
 	struct fx_opts none;
@@ -30,6 +44,7 @@ void fx_setup(struct fx *fx, const struct fx_opts *o)
 		.guest_cid = sim_drv_guest_cid(fx->drv),
 		.uds_path = fx->uds,
 		.rx_threads = o->rx_threads,
+		.ctl_thread = o->ctl_thread ? o->ctl_thread : fx_ctl_thread(),
 		.mrg_rxbuf = o->mrg,
 		.dgram = o->dgram,
 		.max_conns = o->max_conns,

@@ -19,6 +19,11 @@ struct fx_opts {
 	bool mrg; /* device offers MRG_RXBUF (the driver accepts it unless drv.features says no) */
 	bool dgram; /* device offers DGRAM (vsock_dev_config.dgram) */
 	unsigned int rx_threads;
+	/*
+	 * vsock_dev_config.ctl_thread; 0: as SKIFF_TEST_CTL says (own, pump0
+	 * or auto; unset: auto), see fx_ctl_thread().
+	 */
+	unsigned int ctl_thread;
 	unsigned int max_conns;
 	uint32_t max_host_fds; /* vsock_dev_config.max_host_fds (0: the automatic share) */
 	uint32_t conn_buf_size;
@@ -41,6 +46,12 @@ struct fx {
 };
 
 void fx_setup(struct fx *fx, const struct fx_opts *o);
+/*
+ * fx_ctl_thread() - the enum vsock_ctl_thread that SKIFF_TEST_CTL names
+ * ("own", "pump0", "auto"; unset or empty: VSOCK_CTL_AUTO); another value
+ * fails the test.
+ */
+unsigned int fx_ctl_thread(void);
 /* Destroy the device then the driver; check the driver saw nothing wrong. */
 void fx_teardown(struct fx *fx);
 void fx_counters(struct fx *fx, struct vsock_dev_counters *c);

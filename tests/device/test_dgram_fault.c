@@ -245,6 +245,7 @@ START_TEST(t_route_full)
 	ob.drv.guest_cid = 4;
 	oa.drv.peer_guests = ob.drv.peer_guests = true;
 	ob.rx_threads = 1; /* its one pump is pump 0, the router's */
+	ob.ctl_thread = VSOCK_CTL_OWN; /* a pump thread of its own, held below */
 	ob.spawn = fault_spawn;
 	fx_setup(&a, &oa);
 	fx_setup(&b, &ob);

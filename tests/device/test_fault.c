@@ -932,7 +932,10 @@ END_TEST
  */
 START_TEST(t_credit_order)
 {
-	struct fx_opts o = { .rx_threads = 1, .conn_buf_size = 64 * 1024 };
+	/* The control thread and the pump must be two threads here. */
+	struct fx_opts o = { .rx_threads = 1,
+			     .ctl_thread = VSOCK_CTL_OWN,
+			     .conn_buf_size = 64 * 1024 };
 	struct sim_conn *a, *b;
 	struct sim_conn_info ci;
 	char buf[1000], got[4];

@@ -353,11 +353,15 @@ static unsigned int spawned(struct spawn_count *sc, enum vsock_thread_kind kind)
  * Every device thread comes from the spawn hook, the lobby included (skiff's
  * seccomp sandbox relies on it: a thread made by a filtered vCPU or vu-main
  * thread would inherit a filter without clone): created with the device,
- * again after each stop and reset; the control thread at each start.
+ * again after each stop and reset; the control thread at each start. With
+ * the control work on pump 0 (VSOCK_CTL_ON_PUMP0), pump 0 is that control
+ * thread (the sandbox gives it the control thread's filter, a superset of a
+ * pump's) and only the other pumps are spawned as pumps.
  */
-START_TEST(t_spawn_hook)
+static void spawn_hook(unsigned int ctl_thread)
 {
-	struct fx_opts o = { .rx_threads = 2 };
+	struct fx_opts o = { .rx_threads = 2, .ctl_thread = ctl_thread };
+	unsigned int pumps = ctl_thread == VSOCK_CTL_ON_PUMP0 ? 1 : 2;
 	struct spawn_count sc = { { 0 } };
 	struct fx fx;
 
@@ -366,15 +370,38 @@ START_TEST(t_spawn_hook)
 	fx_setup(&fx, &o); /* create (lobby), then the driver starts it */
 	ck_assert_uint_eq(spawned(&sc, VSOCK_THREAD_LOBBY), 1);
 	ck_assert_uint_eq(spawned(&sc, VSOCK_THREAD_CTL), 1);
-	ck_assert_uint_ge(spawned(&sc, VSOCK_THREAD_RX_PUMP), 2);
+	ck_assert_uint_eq(spawned(&sc, VSOCK_THREAD_RX_PUMP), pumps);
 	ck_assert_int_eq(vsock_dev_stop(fx.dev, NULL), 0);
 	ck_assert_uint_eq(spawned(&sc, VSOCK_THREAD_LOBBY), 2);
 	ck_assert_int_eq(vsock_dev_start(fx.dev), 0);
 	ck_assert_uint_eq(spawned(&sc, VSOCK_THREAD_CTL), 2);
+	ck_assert_uint_eq(spawned(&sc, VSOCK_THREAD_RX_PUMP), 2 * pumps);
 	ck_assert_int_eq(vsock_dev_reset(fx.dev), 0);
 	ck_assert_uint_eq(spawned(&sc, VSOCK_THREAD_LOBBY), 3);
 	ck_assert_uint_eq(spawned(&sc, VSOCK_THREAD_CTL), 2);
 	fx_teardown(&fx);
+}
+
+START_TEST(t_spawn_hook)
+{
+	spawn_hook(VSOCK_CTL_OWN);
+}
+END_TEST
+
+START_TEST(t_spawn_hook_ctl_on_pump0)
+{
+	spawn_hook(VSOCK_CTL_ON_PUMP0);
+}
+END_TEST
+
+/* A ctl_thread that is not an enum vsock_ctl_thread is refused. */
+START_TEST(t_ctl_thread_invalid)
+{
+	struct vsock_dev_config cfg = { .guest_cid = 3, .ctl_thread = VSOCK_CTL_ON_PUMP0 + 1 };
+	struct vsock_dev *dev = NULL;
+
+	ck_assert_int_eq(vsock_dev_create(&cfg, &dev), -EINVAL);
+	ck_assert_ptr_null(dev);
 }
 END_TEST
 
@@ -388,6 +415,8 @@ static Suite *suite(void)
 	FX_ADD(s, t_idle_cpu, 30);
 	FX_ADD(s, t_stop_start, 30);
 	FX_ADD(s, t_spawn_hook, 30);
+	FX_ADD(s, t_spawn_hook_ctl_on_pump0, 30);
+	FX_ADD(s, t_ctl_thread_invalid, 10);
 	return s;
 }
 

@@ -56,6 +56,8 @@ struct ctl_src {
 struct ctl {
 	pthread_t thread;
 	bool running;
+	/* Since the last start: the control work runs on pump 0's thread. */
+	bool on_pump0;
 	int epfd;
 	int wake_fd; /* eventfd: stop, or a routed packet held back may move */
 	struct ctl_src src_wake, src_listen, src_kick[VSOCK_VQ_NUM], src_timer;

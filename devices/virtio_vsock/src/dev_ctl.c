@@ -595,68 +595,118 @@ void ctl_step_dgram(struct vsock_dev *dev)
 	pump_dgram_short(dev);
 }
 
+/*
+ * One turn of the control loop: wait up to @timeout ms (0: not at all) for
+ * its epoll sources, handle them, then the TX queue if @tx_more or a kick
+ * came. Return: whether TX chains are left for another turn.
+ */
+static bool ctl_turn(struct vsock_dev *dev, int timeout, bool tx_more)
+{
+	bool poll_mode = dev->vring[VSOCK_VQ_TX].kick_fd < 0 || dev->vring[VSOCK_VQ_RX].kick_fd < 0;
+	struct epoll_event ev[32];
+	int n, i;
+
+	dgram_reap(&dev->dg);
+	n = epoll_wait(dev->ctl.epfd, ev, 32, timeout);
+	if (atomic_load(&dev->stopping))
+		return false;
+	for (i = 0; i < n; i++) {
+		struct ctl_src *src = ev[i].data.ptr;
+
+		switch (src->kind) {
+		case SRC_WAKE:
+			drain_fd(dev->ctl.wake_fd);
+			break;
+		case SRC_LISTEN:
+			accept_all(dev);
+			break;
+		case SRC_KICK_TX:
+			drain_kick(dev, VSOCK_VQ_TX);
+			tx_more = true;
+			break;
+		case SRC_KICK_RX:
+			drain_kick(dev, VSOCK_VQ_RX);
+			pump_rx_kicked(dev);
+			break;
+		case SRC_KICK_EVENT:
+			drain_kick(dev, VSOCK_VQ_EVENT);
+			break;
+		case SRC_PENDING:
+			handle_pending(dev, (struct pending_connect *)src);
+			break;
+		case SRC_TIMER:
+			drain_fd(killq_fd(&dev->kq));
+			timer_tick(dev);
+			break;
+		case SRC_DGRAM:
+			dgram_rx(&dev->dg, (struct dgram_sock *)src, &dev->ctl.dg_rc,
+				 killq_now(&dev->kq));
+			pump_dgram_short(dev);
+			break;
+		}
+	}
+	if (poll_mode) {
+		tx_more = true;
+		pump_rx_kicked(dev);
+	}
+	/* A packet for another guest waits for room: TX resumes once placed. */
+	if (route_tx_held(dev->route) && route_tx_retry(dev->route))
+		tx_more = true;
+	if (tx_more)
+		tx_more = process_tx(dev);
+	return tx_more;
+}
+
 static void *ctl_main(void *arg)
 {
 	struct vsock_dev *dev = arg;
 	bool poll_mode = dev->vring[VSOCK_VQ_TX].kick_fd < 0 || dev->vring[VSOCK_VQ_RX].kick_fd < 0;
 	bool tx_more = true;
-	struct epoll_event ev[32];
 
 	pthread_setname_np(pthread_self(), "vsock-ctl");
 	tls_ctl_dev = dev;
+	while (!atomic_load(&dev->stopping))
+		tx_more = ctl_turn(dev, tx_more ? 0 : (poll_mode ? 1 : -1), tx_more);
+	return NULL;
+}
 
+/*
+ * The control work and RX pump 0 on one thread (VSOCK_CTL_ON_PUMP0): the
+ * control epoll is a source of pump 0's epoll (tagged &dev->ctl), and
+ * each turn runs the control loop's turn without waiting, then pump 0's
+ * work, so that the connections a guest CREDIT_UPDATE unblocked are
+ * served in the same turn. It sleeps only when both have nothing to do.
+ */
+static void *ctl_pump_main(void *arg)
+{
+	struct vsock_dev *dev = arg;
+	struct pump *p = &dev->pumps[0];
+	struct epoll_event ev[PUMP_EVENTS];
+	bool tx_more = true, ctl_ready = true;
+
+	pthread_setname_np(pthread_self(), "vsock-ctl-rx0");
+	tls_ctl_dev = dev;
 	while (!atomic_load(&dev->stopping)) {
-		int n, i, timeout = tx_more ? 0 : (poll_mode ? 1 : -1);
+		bool idle = pump_turn_prepare(p);
+		int n, i, m = 0;
 
-		dgram_reap(&dev->dg);
-		n = epoll_wait(dev->ctl.epfd, ev, 32, timeout);
+		n = epoll_wait(p->epfd, ev, PUMP_EVENTS, idle && !tx_more ? -1 : 0);
+		for (i = 0; i < n; i++) {
+			if (ev[i].data.ptr == &dev->ctl)
+				ctl_ready = true;
+			else
+				ev[m++] = ev[i];
+		}
+		pump_turn_events(p, ev, m);
 		if (atomic_load(&dev->stopping))
 			break;
-		for (i = 0; i < n; i++) {
-			struct ctl_src *src = ev[i].data.ptr;
-
-			switch (src->kind) {
-			case SRC_WAKE:
-				drain_fd(dev->ctl.wake_fd);
-				break;
-			case SRC_LISTEN:
-				accept_all(dev);
-				break;
-			case SRC_KICK_TX:
-				drain_kick(dev, VSOCK_VQ_TX);
-				tx_more = true;
-				break;
-			case SRC_KICK_RX:
-				drain_kick(dev, VSOCK_VQ_RX);
-				pump_rx_kicked(dev);
-				break;
-			case SRC_KICK_EVENT:
-				drain_kick(dev, VSOCK_VQ_EVENT);
-				break;
-			case SRC_PENDING:
-				handle_pending(dev, (struct pending_connect *)src);
-				break;
-			case SRC_TIMER:
-				drain_fd(killq_fd(&dev->kq));
-				timer_tick(dev);
-				break;
-			case SRC_DGRAM:
-				dgram_rx(&dev->dg, (struct dgram_sock *)src, &dev->ctl.dg_rc,
-					 killq_now(&dev->kq));
-				pump_dgram_short(dev);
-				break;
-			}
+		if (ctl_ready || tx_more) {
+			ctl_ready = false;
+			tx_more = ctl_turn(dev, 0, tx_more);
 		}
-		if (poll_mode) {
-			tx_more = true;
-			pump_rx_kicked(dev);
-		}
-		/* A packet for another guest waits for room: TX resumes once placed. */
-		if (route_tx_held(dev->route) && route_tx_retry(dev->route))
-			tx_more = true;
-		if (tx_more)
-			tx_more = process_tx(dev);
+		pump_turn_serve(p);
 	}
+	pump_step_end(p);
 	return NULL;
 }
 
@@ -697,12 +747,23 @@ int ctl_start(struct vsock_dev *dev)
 			ret = ctl_add(dev, dev->vring[q].kick_fd, &dev->ctl.src_kick[q], kinds[q]);
 	if (ret)
 		goto err;
-	ret = -dev_spawn(dev, VSOCK_THREAD_CTL, &dev->ctl.thread, ctl_main, dev);
+	if (dev->ctl.on_pump0) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &dev->ctl };
+
+		if (epoll_ctl(dev->pumps[0].epfd, EPOLL_CTL_ADD, dev->ctl.epfd, &ev)) {
+			ret = -errno;
+			goto err;
+		}
+	}
+	ret = -dev_spawn(dev, VSOCK_THREAD_CTL, &dev->ctl.thread,
+			 dev->ctl.on_pump0 ? ctl_pump_main : ctl_main, dev);
 	if (ret)
 		goto err;
 	dev->ctl.running = true;
 	return 0;
 err:
+	if (dev->ctl.on_pump0)
+		epoll_ctl(dev->pumps[0].epfd, EPOLL_CTL_DEL, dev->ctl.epfd, NULL);
 	for (q = 0; q < VSOCK_VQ_NUM; q++)
 		if (dev->vring_set[q] && dev->vring[q].kick_fd >= 0)
 			epoll_ctl(dev->ctl.epfd, EPOLL_CTL_DEL, dev->vring[q].kick_fd, NULL);
@@ -723,6 +784,8 @@ void ctl_stop(struct vsock_dev *dev)
 	(void)r;
 	pthread_join(dev->ctl.thread, NULL);
 	dev->ctl.running = false;
+	if (dev->ctl.on_pump0)
+		epoll_ctl(dev->pumps[0].epfd, EPOLL_CTL_DEL, dev->ctl.epfd, NULL);
 	ctl_tx_flush(dev); /* empty already: process_tx() ends with a flush */
 	/* Kick fds belong to the transport and may change before the next start. */
 	for (q = 0; q < VSOCK_VQ_NUM; q++)

@@ -155,7 +155,7 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	int ret;
 
 	if (!cfg || !out || cfg->guest_cid < 3 || cfg->guest_cid >= 0xffffffffull ||
-	    (cfg->uds_path && !cfg->uds_path[0]))
+	    (cfg->uds_path && !cfg->uds_path[0]) || cfg->ctl_thread > VSOCK_CTL_ON_PUMP0)
 		return -EINVAL;
 	if ((cfg->uds_path && strlen(cfg->uds_path) > UDS_PATH_MAX) ||
 	    (cfg->uds_path && cfg->dgram && strlen(cfg->uds_path) > DGRAM_UDS_PATH_MAX) ||
@@ -183,6 +183,8 @@ int vsock_dev_create(const struct vsock_dev_config *cfg, struct vsock_dev **out)
 	if (dev->cfg.rx_threads > DEV_MAX_PUMPS)
 		dev->cfg.rx_threads = DEV_MAX_PUMPS;
 	dev->n_pumps = dev->cfg.rx_threads;
+	if (dev->cfg.ctl_thread == VSOCK_CTL_AUTO)
+		dev->cfg.ctl_thread = default_threads() <= 2 ? VSOCK_CTL_ON_PUMP0 : VSOCK_CTL_OWN;
 	dev->listen_fd = dev->ctl.epfd = dev->ctl.wake_fd = -1;
 	dev->lobby.wake_fd = -1;
 	dev->spare_fd = -1;
@@ -379,7 +381,11 @@ static int dev_resume(struct vsock_dev *dev)
 		dev_has_feature(dev, VIRTIO_VSOCK_F_DGRAM); /* control thread stopped */
 	dev->ctl.tx_broken_warned = false;
 	atomic_store(&dev->stopping, false);
-	for (i = 0; i < dev->n_pumps; i++) {
+	/* A device that polls its queues (no kick fd) keeps its control thread. */
+	dev->ctl.on_pump0 = dev->cfg.ctl_thread == VSOCK_CTL_ON_PUMP0 &&
+			    dev->vring[VSOCK_VQ_TX].kick_fd >= 0 &&
+			    dev->vring[VSOCK_VQ_RX].kick_fd >= 0;
+	for (i = dev->ctl.on_pump0 ? 1 : 0; i < dev->n_pumps; i++) {
 		ret = pump_start(dev, &dev->pumps[i]);
 		if (ret)
 			goto err;

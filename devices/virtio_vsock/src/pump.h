@@ -18,6 +18,7 @@
 #include "rxq.h"
 
 struct conn;
+struct epoll_event;
 struct vsock_dev;
 
 struct pump {
@@ -119,5 +120,28 @@ bool pump_starve(struct pump *p);
  * no stream moves. Any thread.
  */
 void pump_dgram_short(struct vsock_dev *dev);
+
+/* Most events one epoll_wait() of a pump takes. */
+#define PUMP_EVENTS 64
+
+/*
+ * One turn of a pump's loop, in three calls, for the thread that runs it:
+ * the pump's own (pump_main()) or, with the control work placed on pump 0
+ * (struct vsock_dev_config.ctl_thread), the control thread
+ * (dev_ctl.c). Between the first and the second the caller waits in
+ * epoll_wait() on p->epfd, without a timeout only if the first said so.
+ *
+ * pump_turn_prepare() - drop retired connections; with nothing queued,
+ * publish the used entries, give reserved chains back if asked, and mark
+ * the pump sleeping (pump_enqueue() then writes its eventfd). Return: true
+ * when the pump has nothing to do (the caller may sleep).
+ * pump_turn_events() - the pump is awake: handle @n (< 0: none) events of
+ * its epoll (host sockets, its eventfd).
+ * pump_turn_serve() - serve every connection on the work list once, pump 0
+ * the conn-less RSTs and routed packets too; publish.
+ */
+bool pump_turn_prepare(struct pump *p);
+void pump_turn_events(struct pump *p, const struct epoll_event *ev, int n);
+void pump_turn_serve(struct pump *p);
 
 #endif

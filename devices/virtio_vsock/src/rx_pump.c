@@ -387,11 +387,11 @@ static void serve_work(struct pump *p)
 
 void pump_step(struct pump *p)
 {
-	struct epoll_event ev[64];
+	struct epoll_event ev[PUMP_EVENTS];
 	int n, i;
 
 	free_zombies(p);
-	n = epoll_wait(p->epfd, ev, 64, 0);
+	n = epoll_wait(p->epfd, ev, PUMP_EVENTS, 0);
 	for (i = 0; i < n; i++)
 		handle_event(p, &ev[i]);
 	serve_work(p);
@@ -405,48 +405,65 @@ void pump_step_end(struct pump *p)
 	free_zombies(p);
 }
 
+bool pump_turn_prepare(struct pump *p)
+{
+	struct vsock_dev *dev = p->dev;
+	bool idle, raw;
+
+	free_zombies(p);
+	raw = p->id == 0 && (rawq_pending(&dev->raw) || route_rx_pending(dev->route));
+	pthread_mutex_lock(&p->lock);
+	idle = !p->work_head && !(raw && !p->starved);
+	pthread_mutex_unlock(&p->lock);
+	if (!idle)
+		return false;
+	rxq_flush(&p->rc);
+	/*
+	 * Keep the reserved chains for the next round unless a starved pump
+	 * asked for them: moving them to the pool and back on every idle turn
+	 * cost more than the rest of a small packet's path.
+	 */
+	if (atomic_exchange(&p->give_back, false) && rxq_cache_return(&p->rc))
+		pump_rx_kicked(dev);
+	pthread_mutex_lock(&p->lock);
+	idle = !p->work_head;
+	p->sleeping = idle;
+	pthread_mutex_unlock(&p->lock);
+	return idle;
+}
+
+void pump_turn_events(struct pump *p, const struct epoll_event *ev, int n)
+{
+	int i;
+
+	pthread_mutex_lock(&p->lock);
+	p->sleeping = false;
+	pthread_mutex_unlock(&p->lock);
+	for (i = 0; i < n; i++)
+		handle_event(p, &ev[i]);
+}
+
+void pump_turn_serve(struct pump *p)
+{
+	serve_work(p);
+}
+
 static void *pump_main(void *arg)
 {
 	struct pump *p = arg;
 	struct vsock_dev *dev = p->dev;
-	struct epoll_event ev[64];
+	struct epoll_event ev[PUMP_EVENTS];
 	char name[16];
 
 	snprintf(name, sizeof(name), "vsock-rx%u", p->id);
 	pthread_setname_np(pthread_self(), name);
 	while (!atomic_load(&dev->stopping)) {
-		bool idle, raw;
-		int n, i;
+		bool idle = pump_turn_prepare(p);
+		int n = epoll_wait(p->epfd, ev, PUMP_EVENTS, idle ? -1 : 0);
 
-		free_zombies(p);
-		raw = p->id == 0 && (rawq_pending(&dev->raw) || route_rx_pending(dev->route));
-		pthread_mutex_lock(&p->lock);
-		idle = !p->work_head && !(raw && !p->starved);
-		pthread_mutex_unlock(&p->lock);
-		if (idle) {
-			rxq_flush(&p->rc);
-			/*
-			 * Keep the reserved chains for the next round unless a
-			 * starved pump asked for them: moving them to the pool
-			 * and back on every idle turn cost more than the rest
-			 * of a small packet's path.
-			 */
-			if (atomic_exchange(&p->give_back, false) && rxq_cache_return(&p->rc))
-				pump_rx_kicked(dev);
-			pthread_mutex_lock(&p->lock);
-			idle = !p->work_head;
-			p->sleeping = idle;
-			pthread_mutex_unlock(&p->lock);
-		}
-		n = epoll_wait(p->epfd, ev, 64, idle ? -1 : 0);
-		pthread_mutex_lock(&p->lock);
-		p->sleeping = false;
-		pthread_mutex_unlock(&p->lock);
-		for (i = 0; i < n; i++)
-			handle_event(p, &ev[i]);
+		pump_turn_events(p, ev, n);
 		if (atomic_load(&dev->stopping))
 			break;
-
 		serve_work(p);
 	}
 	rxq_flush(&p->rc);

@@ -82,6 +82,24 @@ enum vsock_thread_kind {
 };
 
 /*
+ * Where the control thread's work (TX queue, kicks, listener, connects)
+ * runs: struct vsock_dev_config.ctl_thread.
+ */
+#define VSOCK_HAVE_CTL_THREAD 1 /* this header has enum vsock_ctl_thread */
+enum vsock_ctl_thread {
+	/* VSOCK_CTL_ON_PUMP0 when at most 2 CPUs are online, else VSOCK_CTL_OWN. */
+	VSOCK_CTL_AUTO = 0,
+	VSOCK_CTL_OWN = 1, /* a thread of its own */
+	/*
+	 * One thread with RX pump 0 (spawned as VSOCK_THREAD_CTL; no
+	 * VSOCK_THREAD_RX_PUMP thread for pump 0): a guest CREDIT_UPDATE
+	 * then reaches pump 0's connections without a thread wake-up. Not
+	 * used when a queue has no kick fd (the device polls): own thread.
+	 */
+	VSOCK_CTL_ON_PUMP0 = 2,
+};
+
+/*
  * Thread creation, when the transport wants a say (skiff's seccomp sandbox
  * creates device threads from its spawner thread and gives each the filter of
  * its @kind). Same contract as pthread_create(3) with default attributes:
@@ -134,6 +152,8 @@ struct vsock_dev_config {
 	 * 0 picks a default: one per online core, at most 4.
 	 */
 	unsigned int rx_threads;
+	/* Where the control work runs: enum vsock_ctl_thread (0: auto). */
+	unsigned int ctl_thread;
 	/* Offer VIRTIO_VSOCK_F_MRG_RXBUF (bit 4). */
 	bool mrg_rxbuf;
 	/*
@@ -310,7 +330,8 @@ struct vsock_dev_counters {
  * Joins its routing group (cfg->group) right away too; it is reachable by
  * the other members only while started.
  *
- * Return: 0; -EINVAL for a CID < 3 or >= 0xffffffff or an empty uds_path;
+ * Return: 0; -EINVAL for a CID < 3 or >= 0xffffffff, an empty uds_path or
+ * a ctl_thread that is not an enum vsock_ctl_thread;
  * -ENAMETOOLONG when uds_path plus "_<port>" does not fit sockaddr_un, or
  * the group name is longer than VSOCK_GROUP_NAME_MAX; -EADDRINUSE when a
  * live listener owns uds_path, or another device of the same group has
