@@ -3,8 +3,9 @@
  * The RX pump (host to guest): dev->n_pumps pumps, each owning a shard of
  * connections in its own epoll, each on a thread of its own (pump_main())
  * but pump 0 when the control work runs on its thread (VSOCK_CTL_ON_PUMP0:
- * dev_ctl.c's loop then drives it through the pump_turn_*() calls). A pump reserves RX descriptor chains in
- * batches under dev->rx.lock, reads from host sockets straight into them
+ * dev_ctl.c's loop then drives it through the pump_turn_*() calls). A
+ * pump reserves RX descriptor chains in batches under dev->rx.lock, reads
+ * from host sockets straight into them
  * (readv onto the chains' writable iovecs, no bounce buffer for streams),
  * and publishes the used entries and one interrupt per batch.
  *
