@@ -74,6 +74,9 @@ static void usage(FILE *f)
 		"                       unique within a group; group: at most %d bytes\n"
 		"  --rx-threads N       RX pump threads per guest, 1 .. %u (default: one\n"
 		"                       per online core, at most 4)\n"
+		"  --ctl-thread auto|own|pump0  where each device's control work runs:\n"
+		"                       a thread of its own, or RX pump 0's thread\n"
+		"                       (default auto: pump0 with 2 online CPUs or fewer)\n"
 		"  --mrg-rxbuf on|off   offer mergeable RX buffers (default on)\n"
 		"  --dgram on|off       offer datagrams (VIRTIO_VSOCK_F_DGRAM, default off;\n"
 		"                       --guest dgram= sets it per guest); host side:\n"
@@ -375,6 +378,20 @@ static int parse_option(int c, const char *arg, struct args *a)
 		}
 		cfg->rx_threads = (unsigned int)v;
 		break;
+	case 'T':
+		if (!strcmp(arg, "auto")) {
+			cfg->ctl_thread = VSOCK_CTL_AUTO;
+		} else if (!strcmp(arg, "own")) {
+			cfg->ctl_thread = VSOCK_CTL_OWN;
+		} else if (!strcmp(arg, "pump0")) {
+			cfg->ctl_thread = VSOCK_CTL_ON_PUMP0;
+		} else {
+			cli_bad_value(TOOL, "--ctl-thread", arg,
+				      "give auto, own or pump0 (default auto: pump0 on machines "
+				      "of 2 CPUs or fewer)");
+			return -EINVAL;
+		}
+		break;
 	case 'm':
 		if (strcmp(arg, "on") && strcmp(arg, "off")) {
 			cli_bad_value(TOOL, "--mrg-rxbuf", arg, "give on or off (default on)");
@@ -518,6 +535,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "uds", required_argument, NULL, 'u' },
 		{ "guest", required_argument, NULL, 'g' },
 		{ "rx-threads", required_argument, NULL, 'r' },
+		{ "ctl-thread", required_argument, NULL, 'T' },
 		{ "mrg-rxbuf", required_argument, NULL, 'm' },
 		{ "dgram", required_argument, NULL, 'd' },
 		{ "rx-pkt-max", required_argument, NULL, 'p' },

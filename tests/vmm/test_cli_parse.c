@@ -102,6 +102,27 @@ START_TEST(one_vm)
 			 -EINVAL);
 	has("bad --vsock conn-buf '65M'");
 	run_opts_free(&o);
+	/* ctl-thread: auto (the default, 0), own, pump0 */
+	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock"), 0);
+	ck_assert_uint_eq(o.vms[0].vsock.ctl_thread, SKIFF_VSOCK_CTL_AUTO);
+	run_opts_free(&o);
+	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock,ctl-thread=own"),
+			 0);
+	ck_assert_uint_eq(o.vms[0].vsock.ctl_thread, SKIFF_VSOCK_CTL_OWN);
+	run_opts_free(&o);
+	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock,ctl-thread=pump0"),
+			 0);
+	ck_assert_uint_eq(o.vms[0].vsock.ctl_thread, SKIFF_VSOCK_CTL_ON_PUMP0);
+	run_opts_free(&o);
+	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock,ctl-thread=auto"),
+			 0);
+	ck_assert_uint_eq(o.vms[0].vsock.ctl_thread, SKIFF_VSOCK_CTL_AUTO);
+	run_opts_free(&o);
+	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock,ctl-thread=pump1"),
+			 -EINVAL);
+	has("bad --vsock ctl-thread 'pump1'");
+	has("give auto, own or pump0");
+	run_opts_free(&o);
 	/* datagrams: on, off, nothing else */
 	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock,dgram=on"), 0);
 	ck_assert(o.vms[0].vsock.dgram && !o.vms[0].vsock.mrg_rxbuf);

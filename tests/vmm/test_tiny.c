@@ -221,6 +221,10 @@ START_TEST(config_errors)
 	vc.uds_path = "/tmp/skiff-tiny-v.sock";
 	vc.rx_threads = SKIFF_VSOCK_MAX_RX_THREADS + 1;
 	ck_assert_int_eq(skiff_vm_set_vsock(vm, &vc), -EINVAL);
+	/* a control-thread placement that is not one of the enum's */
+	vc.rx_threads = 0;
+	vc.ctl_thread = SKIFF_VSOCK_CTL_ON_PUMP0 + 1;
+	ck_assert_int_eq(skiff_vm_set_vsock(vm, &vc), -EINVAL);
 	skiff_vm_destroy(vm);
 }
 END_TEST

@@ -8,14 +8,22 @@
 
 #include "skiff/cli.h"
 
-enum { VSOCK_CID, VSOCK_UDS, VSOCK_RX_THREADS, VSOCK_MRG_RXBUF, VSOCK_DGRAM, VSOCK_CONN_BUF };
+enum {
+	VSOCK_CID,
+	VSOCK_UDS,
+	VSOCK_RX_THREADS,
+	VSOCK_MRG_RXBUF,
+	VSOCK_DGRAM,
+	VSOCK_CONN_BUF,
+	VSOCK_CTL_THREAD
+};
 
 int parse_vsock(char *s, const char *orig, struct vsock_opt *out)
 {
 	static const char *const keys[] = { "cid",   "uds",	 "rx-threads", "mrg-rxbuf",
-					    "dgram", "conn-buf", NULL };
+					    "dgram", "conn-buf", "ctl-thread", NULL };
 	struct cli_kv kv = { .keys = keys };
-	const char *mrg, *dgram;
+	const char *mrg, *dgram, *ctl;
 	uint64_t v;
 
 	memset(out, 0, sizeof(*out));
@@ -66,6 +74,19 @@ int parse_vsock(char *s, const char *orig, struct vsock_opt *out)
 			return -EINVAL;
 		}
 		out->conn_buf = (uint32_t)v;
+	}
+	ctl = kv.val[VSOCK_CTL_THREAD];
+	if (ctl) {
+		if (!strcmp(ctl, "own")) {
+			out->ctl_thread = SKIFF_VSOCK_CTL_OWN;
+		} else if (!strcmp(ctl, "pump0")) {
+			out->ctl_thread = SKIFF_VSOCK_CTL_ON_PUMP0;
+		} else if (strcmp(ctl, "auto")) {
+			cli_bad_value("skiff", "--vsock ctl-thread", ctl,
+				      "give auto, own or pump0 (default auto: pump0 on machines of "
+				      "2 CPUs or fewer)");
+			return -EINVAL;
+		}
 	}
 	return 0;
 }

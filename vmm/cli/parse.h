@@ -9,7 +9,9 @@
 #include "libskiff.h"
 
 /* The syntax of --vsock, as the messages and --help give it. */
-#define VSOCK_FORM "cid=N,uds=PATH[,rx-threads=N][,mrg-rxbuf=on|off][,dgram=on|off][,conn-buf=SIZE]"
+#define VSOCK_FORM                                                                        \
+	"cid=N,uds=PATH[,rx-threads=N][,mrg-rxbuf=on|off][,dgram=on|off][,conn-buf=SIZE]" \
+	"[,ctl-thread=auto|own|pump0]"
 
 struct vsock_opt {
 	uint64_t cid; /* 3 .. 0xfffffffe */
@@ -19,6 +21,7 @@ struct vsock_opt {
 	bool dgram; /* offer VIRTIO_VSOCK_F_DGRAM */
 	uint32_t
 		conn_buf; /* buf_alloc per connection, bytes: 0 (device default) or 4 KiB .. 64 MiB */
+	unsigned int ctl_thread; /* enum skiff_vsock_ctl_thread (0: auto) */
 };
 
 /*

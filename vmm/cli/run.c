@@ -241,6 +241,7 @@ static int configure(struct skiff_vm *vm, const struct vm_opts *o, enum sandbox_
 			.mrg_rxbuf = o->vsock.mrg_rxbuf,
 			.dgram = o->vsock.dgram,
 			.conn_buf_size = o->vsock.conn_buf,
+			.ctl_thread = o->vsock.ctl_thread,
 		};
 
 		err = skiff_vm_set_vsock(vm, &vc);

@@ -95,6 +95,20 @@ struct skiff_exit {
 /* Most RX pump threads of the vsock device (struct skiff_vsock_config.rx_threads). */
 #define SKIFF_VSOCK_MAX_RX_THREADS 16u
 
+/*
+ * struct skiff_vsock_config.ctl_thread: the device's control work (TX
+ * queue, kicks, host clients) on a thread of its own, or on RX pump 0's
+ * thread, which shortens the host-to-guest credit loop by a thread wake-up
+ * (devices/virtio_vsock/README.md, Threads). AUTO: ON_PUMP0 when at most 2
+ * CPUs are online, else OWN. Same values as the device's enum
+ * vsock_ctl_thread.
+ */
+enum skiff_vsock_ctl_thread {
+	SKIFF_VSOCK_CTL_AUTO = 0,
+	SKIFF_VSOCK_CTL_OWN = 1,
+	SKIFF_VSOCK_CTL_ON_PUMP0 = 2,
+};
+
 struct skiff_vsock_config {
 	uint64_t guest_cid; /* >= 3 and < 0xffffffff */
 	const char *uds_path; /* Firecracker-style hybrid socket path; copied */
@@ -117,6 +131,8 @@ struct skiff_vsock_config {
 	 * -EADDRINUSE. At most 63 bytes.
 	 */
 	const char *group;
+	/* Where the device's control work runs: enum skiff_vsock_ctl_thread (0: auto). */
+	unsigned int ctl_thread;
 };
 
 struct skiff_counters {
@@ -212,8 +228,9 @@ int skiff_vm_set_console(struct skiff_vm *vm, enum skiff_console_kind kind, cons
 /*
  * skiff_vm_set_vsock() - add the virtio-vsock device on virtio-mmio.
  * One device per VM: a second call replaces the first's settings.
- * Return: 0; -EINVAL for a CID outside 3..0xfffffffe, an empty path or
- * rx_threads over SKIFF_VSOCK_MAX_RX_THREADS;
+ * Return: 0; -EINVAL for a CID outside 3..0xfffffffe, an empty path,
+ * rx_threads over SKIFF_VSOCK_MAX_RX_THREADS or a ctl_thread that is not an
+ * enum skiff_vsock_ctl_thread;
  * -ENAMETOOLONG when uds_path plus "_<port>" does not fit a sockaddr_un, or
  * the group name is over 63 bytes;
  * -ENOTSUP when skiff was built without the device library; -ENOMEM; -EBUSY.

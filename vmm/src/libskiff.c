@@ -360,7 +360,8 @@ int skiff_vm_set_vsock(struct skiff_vm *h, const struct skiff_vsock_config *cfg)
 	const size_t max_path = sizeof(((struct sockaddr_un *)0)->sun_path) - 12;
 
 	if (!h || !cfg || !cfg->uds_path || !*cfg->uds_path || cfg->guest_cid < 3 ||
-	    cfg->guest_cid >= 0xffffffffull || cfg->rx_threads > SKIFF_VSOCK_MAX_RX_THREADS)
+	    cfg->guest_cid >= 0xffffffffull || cfg->rx_threads > SKIFF_VSOCK_MAX_RX_THREADS ||
+	    cfg->ctl_thread > SKIFF_VSOCK_CTL_ON_PUMP0)
 		return -EINVAL;
 	if (strlen(cfg->uds_path) > max_path)
 		return -ENAMETOOLONG;
@@ -377,6 +378,7 @@ int skiff_vm_set_vsock(struct skiff_vm *h, const struct skiff_vsock_config *cfg)
 	h->vm.cfg.has_vsock = true;
 	h->vm.cfg.vsock_cid = cfg->guest_cid;
 	h->vm.cfg.vsock_rx_threads = cfg->rx_threads;
+	h->vm.cfg.vsock_ctl_thread = cfg->ctl_thread;
 	h->vm.cfg.vsock_mrg_rxbuf = cfg->mrg_rxbuf;
 	h->vm.cfg.vsock_dgram = cfg->dgram;
 	h->vm.cfg.vsock_conn_buf = cfg->conn_buf_size;

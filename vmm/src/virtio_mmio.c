@@ -60,6 +60,10 @@ bool virtio_mmio_started(struct virtio_mmio *d)
 
 _Static_assert(SKIFF_VSOCK_MAX_RX_THREADS == VSOCK_MAX_RX_THREADS,
 	       "libskiff.h and vsock_dev.h disagree on the most RX pump threads");
+_Static_assert((int)SKIFF_VSOCK_CTL_AUTO == (int)VSOCK_CTL_AUTO &&
+		       (int)SKIFF_VSOCK_CTL_OWN == (int)VSOCK_CTL_OWN &&
+		       (int)SKIFF_VSOCK_CTL_ON_PUMP0 == (int)VSOCK_CTL_ON_PUMP0,
+	       "libskiff.h and vsock_dev.h disagree on the ctl_thread values");
 
 #define VMMIO_VENDOR 0x46464b53 /* "SKFF" */
 #define VMMIO_QUEUE_MAX 256
@@ -380,6 +384,7 @@ int virtio_mmio_vsock_create(struct vm *vm, uint64_t base, unsigned int irq,
 		.uds_path = vm->cfg.vsock_uds,
 		.group = vm->cfg.vsock_group,
 		.rx_threads = vm->cfg.vsock_rx_threads,
+		.ctl_thread = vm->cfg.vsock_ctl_thread, /* the same values */
 		.mrg_rxbuf = vm->cfg.vsock_mrg_rxbuf,
 		.dgram = vm->cfg.vsock_dgram,
 		.conn_buf_size = vm->cfg.vsock_conn_buf,

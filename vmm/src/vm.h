@@ -36,6 +36,7 @@ struct vm_config {
 	char *vsock_uds;
 	char *vsock_group; /* routing group, "" = default */
 	unsigned int vsock_rx_threads;
+	unsigned int vsock_ctl_thread; /* enum skiff_vsock_ctl_thread */
 	bool vsock_mrg_rxbuf;
 	bool vsock_dgram;
 	uint32_t vsock_conn_buf;

@@ -123,6 +123,8 @@ for n in ("4095", "65M", "lots"):
     usage_error([*ONE, "--conn-buf", n], f"bad --conn-buf '{n}'", "from 4096 (4K) to 67108864 (64M)")
 usage_error([*ONE, "--mrg-rxbuf", "maybe"], "bad --mrg-rxbuf 'maybe'", "give on or off")
 usage_error([*ONE, "--dgram", "maybe"], "bad --dgram 'maybe'", "give on or off")
+for v in ("pump1", "", "OWN"):
+    usage_error([*ONE, "--ctl-thread", v], f"bad --ctl-thread '{v}'", "give auto, own or pump0")
 usage_error(["--guest", f"socket={X},cid=3,dgram=yes"], "bad --guest dgram 'yes'", "give on or off")
 usage_error([*ONE, "--seccomp", "maybe"], "bad --seccomp 'maybe'", "give kill, log or off")
 usage_error(["--guest", f"socket={X},cid=3", "--seccomp", "strict"], "bad --seccomp 'strict'")
@@ -212,6 +214,15 @@ with tempfile.TemporaryDirectory(prefix="vu-cli-") as d:
     expect(p.wait(timeout=20) == 0, "SIGINT: exit 0")
     p.stderr.close()
     s.close()
+
+    for v in ("auto", "own", "pump0"):  # each layout is taken (the device tests run them)
+        p, s = start(d, "--ctl-thread", v)
+        r, flags, body = request(s, 1)
+        expect(r == 1 and len(body) == 8, f"--ctl-thread {v}: starts and serves")
+        p.send_signal(signal.SIGTERM)
+        expect(p.wait(timeout=20) == 0, f"--ctl-thread {v}: SIGTERM, exit 0")
+        p.stderr.close()
+        s.close()
 
 print("cli_test: " + ("all passed" if not fails else f"{len(fails)} failed"))
 sys.exit(1 if fails else 0)
