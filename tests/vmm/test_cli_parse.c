@@ -61,7 +61,17 @@ static int parse_argv(struct run_opts *o, const char *const *args)
 
 START_TEST(one_vm)
 {
+	static const struct {
+		const char *arg;
+		unsigned int want;
+	} ctl[] = {
+		{ "cid=3,uds=a.sock", SKIFF_VSOCK_CTL_AUTO },
+		{ "cid=3,uds=a.sock,ctl-thread=auto", SKIFF_VSOCK_CTL_AUTO },
+		{ "cid=3,uds=a.sock,ctl-thread=own", SKIFF_VSOCK_CTL_OWN },
+		{ "cid=3,uds=a.sock,ctl-thread=pump0", SKIFF_VSOCK_CTL_ON_PUMP0 },
+	};
 	struct run_opts o;
+	size_t i;
 
 	ck_assert_int_eq(parse(&o, "--kernel", "k", "--mem", "64M", "--cpus", "2", "--vsock",
 			       "cid=3,uds=a.sock,mrg-rxbuf=on", "--console", "none"),
@@ -102,22 +112,12 @@ START_TEST(one_vm)
 			 -EINVAL);
 	has("bad --vsock conn-buf '65M'");
 	run_opts_free(&o);
-	/* ctl-thread: auto (the default, 0), own, pump0 */
-	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock"), 0);
-	ck_assert_uint_eq(o.vms[0].vsock.ctl_thread, SKIFF_VSOCK_CTL_AUTO);
-	run_opts_free(&o);
-	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock,ctl-thread=own"),
-			 0);
-	ck_assert_uint_eq(o.vms[0].vsock.ctl_thread, SKIFF_VSOCK_CTL_OWN);
-	run_opts_free(&o);
-	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock,ctl-thread=pump0"),
-			 0);
-	ck_assert_uint_eq(o.vms[0].vsock.ctl_thread, SKIFF_VSOCK_CTL_ON_PUMP0);
-	run_opts_free(&o);
-	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock,ctl-thread=auto"),
-			 0);
-	ck_assert_uint_eq(o.vms[0].vsock.ctl_thread, SKIFF_VSOCK_CTL_AUTO);
-	run_opts_free(&o);
+	/* ctl-thread: left out (auto, 0), auto, own, pump0 */
+	for (i = 0; i < sizeof(ctl) / sizeof(ctl[0]); i++) {
+		ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", ctl[i].arg), 0);
+		ck_assert_uint_eq(o.vms[0].vsock.ctl_thread, ctl[i].want);
+		run_opts_free(&o);
+	}
 	ck_assert_int_eq(parse(&o, "--kernel", "k", "--vsock", "cid=3,uds=a.sock,ctl-thread=pump1"),
 			 -EINVAL);
 	has("bad --vsock ctl-thread 'pump1'");
