@@ -111,6 +111,15 @@ static inline bool dev_has_feature(const struct vsock_dev *dev, unsigned int bit
 	return dev->features & (1ull << bit);
 }
 
+/*
+ * dev_polls_queues() - the transport gave the TX or RX queue no kick fd, so
+ * the control thread polls them (1 ms) instead of waiting for kicks (tests).
+ */
+static inline bool dev_polls_queues(const struct vsock_dev *dev)
+{
+	return dev->vring[VSOCK_VQ_TX].kick_fd < 0 || dev->vring[VSOCK_VQ_RX].kick_fd < 0;
+}
+
 /* dev_spawn() - create a device thread: cfg.spawn, or pthread_create(3). */
 static inline int dev_spawn(struct vsock_dev *dev, enum vsock_thread_kind kind, pthread_t *t,
 			    void *(*fn)(void *), void *arg)

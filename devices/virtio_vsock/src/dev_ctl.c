@@ -602,7 +602,7 @@ void ctl_step_dgram(struct vsock_dev *dev)
  */
 static bool ctl_turn(struct vsock_dev *dev, int timeout, bool tx_more)
 {
-	bool poll_mode = dev->vring[VSOCK_VQ_TX].kick_fd < 0 || dev->vring[VSOCK_VQ_RX].kick_fd < 0;
+	bool poll_mode = dev_polls_queues(dev);
 	struct epoll_event ev[32];
 	int n, i;
 
@@ -660,7 +660,7 @@ static bool ctl_turn(struct vsock_dev *dev, int timeout, bool tx_more)
 static void *ctl_main(void *arg)
 {
 	struct vsock_dev *dev = arg;
-	bool poll_mode = dev->vring[VSOCK_VQ_TX].kick_fd < 0 || dev->vring[VSOCK_VQ_RX].kick_fd < 0;
+	bool poll_mode = dev_polls_queues(dev);
 	bool tx_more = true;
 
 	pthread_setname_np(pthread_self(), "vsock-ctl");

@@ -382,9 +382,7 @@ static int dev_resume(struct vsock_dev *dev)
 	dev->ctl.tx_broken_warned = false;
 	atomic_store(&dev->stopping, false);
 	/* A device that polls its queues (no kick fd) keeps its control thread. */
-	dev->ctl.on_pump0 = dev->cfg.ctl_thread == VSOCK_CTL_ON_PUMP0 &&
-			    dev->vring[VSOCK_VQ_TX].kick_fd >= 0 &&
-			    dev->vring[VSOCK_VQ_RX].kick_fd >= 0;
+	dev->ctl.on_pump0 = dev->cfg.ctl_thread == VSOCK_CTL_ON_PUMP0 && !dev_polls_queues(dev);
 	for (i = dev->ctl.on_pump0 ? 1 : 0; i < dev->n_pumps; i++) {
 		ret = pump_start(dev, &dev->pumps[i]);
 		if (ret)
